@@ -1,0 +1,41 @@
+"""Alembic environment for pgsearch.
+
+The connection comes from the caller (``pgsearch migrate`` passes one in
+``config.attributes["connection"]``) or, when run as ``alembic upgrade head`` from a
+checkout, from ``-x dsn=...``, ``PGSEARCH_DSN`` or libpq's ``PG*`` variables.
+Each revision runs in its own transaction.
+"""
+
+from __future__ import annotations
+
+from alembic import context
+
+from pgsearch.db.connector import make_engine
+from pgsearch.db.schema import metadata
+
+config = context.config
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        context.configure(
+            connection=connection, target_metadata=metadata, transaction_per_migration=True
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    dsn = context.get_x_argument(as_dictionary=True).get("dsn")
+    engine = make_engine(dsn)
+    with engine.connect() as conn:
+        context.configure(
+            connection=conn, target_metadata=metadata, transaction_per_migration=True
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    raise SystemExit("pgsearch migrations run online only: give a database to migrate")
+run_migrations_online()

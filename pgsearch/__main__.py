@@ -1,0 +1,3 @@
+from pgsearch.cli import main
+
+main()

@@ -1,0 +1,418 @@
+"""The `pgsearch` command: parse arguments, call the API, render text or JSON.
+
+Errors pgsearch raises on purpose print one line (``pgsearch: error: ...``) and exit
+with status 1; nothing here prints a traceback for them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+
+from pgsearch import policy
+from pgsearch.api import PgSearch
+from pgsearch.errors import PgSearchError
+from pgsearch.ingest import FileResult, find_jsonl
+from pgsearch.messages import parse_time
+from pgsearch.settings import Settings
+from pgsearch.types import (
+    DEFAULT_CONTEXT,
+    DEFAULT_EXCERPT_BYTES,
+    DEFAULT_LIMIT,
+    MAX_WINDOW,
+    SessionQueryRequest,
+    SessionQueryResult,
+    Window,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str) -> None:
+    click.echo(f"pgsearch: error: {message}", err=True)
+    sys.exit(1)
+
+
+def handle_errors(fn: F) -> F:
+    """Map `PgSearchError` to one line on stderr and exit status 1."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PgSearchError as exc:
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            click.echo("pgsearch: interrupted", err=True)
+            sys.exit(130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class Context:
+    def __init__(self, dsn: str | None) -> None:
+        self.dsn = dsn
+
+    def settings(self) -> Settings:
+        return Settings.from_env(dsn=self.dsn)
+
+    def open(self) -> PgSearch:
+        return PgSearch.connect(settings=self.settings())
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+dsn_option = click.option(
+    "--dsn",
+    envvar="PGSEARCH_DSN",
+    default=None,
+    help="PostgreSQL connection string (else PGSEARCH_DSN, else libpq PG* variables).",
+)
+workspace_option = click.option(
+    "--workspace", "-w", required=True, help="Workspace (tenant) id to work in."
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@dsn_option
+@click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug).")
+@click.version_option(package_name="pgsearch")
+@click.pass_context
+def main(ctx: click.Context, dsn: str | None, verbose: int) -> None:
+    """Search AI agent session histories stored in PostgreSQL."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = Context(dsn)
+
+
+def _time(value: str | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an ISO 8601 time", param_hint=name) from None
+
+
+@main.command()
+@click.option("--revision", default="head", show_default=True, help="Target revision.")
+@pass_ctx
+@handle_errors
+def migrate(ctx: Context, revision: str) -> None:
+    """Create or upgrade the pgsearch schema (run this in deploys)."""
+    current = PgSearch.migrate(ctx.settings().dsn, revision)
+    click.echo(f"schema at revision {current}")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@workspace_option
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="Only read files under this directory (repeatable; symlinks resolved first).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@pass_ctx
+@handle_errors
+def ingest(ctx: Context, paths: tuple[str, ...], workspace: str, roots: tuple[str, ...], quiet: bool) -> None:
+    """Ingest JSON Lines session files, or directories of *.jsonl files.
+
+    Each file is one transaction: a file with a bad line is rejected whole (the error
+    names file:line) and the other files still land. Re-ingesting is safe; a file
+    that grew adds only its new lines. Exit status is 1 if any file failed.
+    """
+    files = find_jsonl(paths)
+    if not files:
+        _fail("no .jsonl files found in " + ", ".join(paths))
+    with ctx.open() as pg:
+        show = not quiet and sys.stderr.isatty()
+        errors: list[str] = []
+
+        def note(result: FileResult) -> None:
+            if result.error is not None:
+                errors.append(str(result.error))
+                if not show:
+                    click.echo(f"pgsearch: error: {result.error}", err=True)
+
+        if show:
+            with click.progressbar(length=len(files), label="ingesting", file=sys.stderr) as bar:
+
+                def tick(result: FileResult) -> None:
+                    note(result)
+                    bar.update(1)
+
+                report = pg.ingest_paths(files, workspace=workspace, roots=roots or None, on_file=tick)
+            for line in errors:
+                click.echo(f"pgsearch: error: {line}", err=True)
+        else:
+            report = pg.ingest_paths(files, workspace=workspace, roots=roots or None, on_file=note)
+    click.echo(report.summary())
+    if report.errors:
+        sys.exit(1)
+
+
+def _render_result(result: SessionQueryResult, workspace: str) -> str:
+    lines: list[str] = []
+    if not result.matches:
+        lines.append(f"no matches ({result.searched} entries searched)")
+        if result.notice:
+            lines.append(result.notice)
+        return "\n".join(lines)
+    for i, m in enumerate(result.matches, 1):
+        tool = f" tool={m.tool_name}" if m.tool_name else ""
+        title = f' "{m.title}"' if m.title else ""
+        lines.append(
+            f"{i}. session={m.session_id} seq={m.seq} {m.kind} role={m.role}{tool} "
+            f"turn={m.turn} {m.created_at.isoformat(timespec='seconds')} "
+            f"score={m.score:.3f}{title}"
+        )
+        lines.append(f"   {m.excerpt}")
+    lines.append("")
+    lines.append(
+        f"{len(result.matches)} matches, {result.searched} entries searched"
+        + (" (candidate cap reached)" if result.candidates_capped else "")
+    )
+    first = result.matches[0]
+    lines.append(
+        f"open a window: pgsearch around -w {workspace} --session {first.session_id} "
+        f"--seq {first.seq}"
+    )
+    if result.next_cursor:
+        lines.append(f"next page: add --cursor {result.next_cursor}")
+    return "\n".join(lines)
+
+
+@main.command()
+@click.argument("query", default="")
+@workspace_option
+@click.option("--session", "session_id", default=None, help="Search one session only.")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(policy.ALL_KINDS),
+    help="Entry kinds to search (repeatable). Default: user, assistant, tool input, tool error.",
+)
+@click.option("--role", "roles", multiple=True, type=click.Choice(policy.ROLES), help="Roles (repeatable).")
+@click.option("--tool", "tool_name", default=None, help="Only entries of this tool.")
+@click.option("--since", default=None, help="Only entries at or after this ISO 8601 time.")
+@click.option("--until", default=None, help="Only entries before this ISO 8601 time.")
+@click.option("--limit", "-n", default=DEFAULT_LIMIT, show_default=True, type=click.IntRange(1), help="Matches per page (at most 50).")
+@click.option("--excerpt-bytes", default=DEFAULT_EXCERPT_BYTES, show_default=True, type=click.IntRange(1), help="Excerpt size (at most 2000).")
+@click.option("--all-hits", is_flag=True, help="Every matching entry, not just the best per session.")
+@click.option("--cursor", default=None, help="Continue from a previous page's cursor.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--explain", is_flag=True, help="Also print each SQL statement and its plan.")
+@pass_ctx
+@handle_errors
+def search(
+    ctx: Context,
+    query: str,
+    workspace: str,
+    session_id: str | None,
+    kinds: tuple[str, ...],
+    roles: tuple[str, ...],
+    tool_name: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+    excerpt_bytes: int,
+    all_hits: bool,
+    cursor: str | None,
+    as_json: bool,
+    explain: bool,
+) -> None:
+    """Search a workspace's sessions; an empty QUERY lists the newest entries.
+
+    Typos, accents and case are tolerated ("databse" finds "database", "pokemon"
+    finds "Pokémon"); quote words to prefer them as a phrase.
+    """
+    request = SessionQueryRequest(
+        query=query,
+        kinds=kinds,
+        roles=roles,
+        tool_name=tool_name,
+        since=_time(since, "--since"),
+        until=_time(until, "--until"),
+        limit=limit,
+        excerpt_bytes=excerpt_bytes,
+        per_session=not all_hits,
+        cursor=cursor,
+        session_id=session_id,
+    )
+    with ctx.open() as pg:
+        provider = pg.provider(workspace=workspace)
+        result = provider.explain(request) if explain else provider.search(request)
+    if as_json:
+        data = result.to_json()
+        if explain:
+            data["explain"] = list(result.explain)
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    if explain:
+        for plan in result.explain:
+            click.echo(plan)
+            click.echo("")
+    click.echo(_render_result(result, workspace))
+
+
+def _render_window(window: Window) -> str:
+    lines = []
+    for m in window.messages:
+        mark = ">>" if m.anchor else "  "
+        tool = f" tool={m.tool_name}" if m.tool_name else ""
+        lines.append(
+            f"{mark} seq={m.seq} {m.kind} role={m.role}{tool} turn={m.turn} "
+            f"{m.created_at.isoformat(timespec='seconds')}"
+        )
+        for text_line in m.content.splitlines() or [""]:
+            lines.append(f"   {text_line}")
+    if window.next_seq is not None:
+        lines.append(f"more: --seq {window.next_seq}")
+    return "\n".join(lines)
+
+
+@main.command()
+@workspace_option
+@click.option("--session", "session_id", required=True, help="Session id.")
+@click.option("--seq", required=True, type=click.IntRange(0), help="Sequence number of the anchor message.")
+@click.option("--before", "-B", default=DEFAULT_CONTEXT, show_default=True, type=click.IntRange(0), help="Messages before the anchor.")
+@click.option("--after", "-A", default=DEFAULT_CONTEXT, show_default=True, type=click.IntRange(0), help="Messages after the anchor.")
+@click.option("--json", "as_json", is_flag=True, help="Print the window as JSON.")
+@pass_ctx
+@handle_errors
+def around(ctx: Context, workspace: str, session_id: str, seq: int, before: int, after: int, as_json: bool) -> None:
+    """Show the messages around one message (at most 16, anchor always shown)."""
+    with ctx.open() as pg:
+        window = pg.around(workspace=workspace, session_id=session_id, seq=seq, before=before, after=after)
+    click.echo(json.dumps(window.to_json(), ensure_ascii=False, indent=2) if as_json else _render_window(window))
+
+
+@main.command()
+@workspace_option
+@click.option("--session", "session_id", required=True, help="Session id.")
+@click.option("--seq", "start_seq", default=0, show_default=True, type=click.IntRange(0), help="First seq to show.")
+@click.option("--limit", "-n", default=MAX_WINDOW, show_default=True, type=click.IntRange(1, MAX_WINDOW), help="Messages per page.")
+@click.option("--json", "as_json", is_flag=True, help="Print the page as JSON.")
+@pass_ctx
+@handle_errors
+def messages(ctx: Context, workspace: str, session_id: str, start_seq: int, limit: int, as_json: bool) -> None:
+    """List one session's messages, a page at a time."""
+    with ctx.open() as pg:
+        window = pg.session_messages(workspace=workspace, session_id=session_id, start_seq=start_seq, limit=limit)
+    click.echo(json.dumps(window.to_json(), ensure_ascii=False, indent=2) if as_json else _render_window(window))
+
+
+@main.command()
+@workspace_option
+@click.option("--limit", "-n", default=100, show_default=True, type=click.IntRange(1), help="Sessions to list.")
+@click.option("--offset", default=0, type=click.IntRange(0), help="Skip this many.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@pass_ctx
+@handle_errors
+def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: bool) -> None:
+    """List a workspace's sessions, most recently active first."""
+    with ctx.open() as pg:
+        rows = pg.sessions(workspace=workspace, limit=limit, offset=offset)
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "session_id": s.session_id,
+                        "title": s.title,
+                        "message_count": s.message_count,
+                        "created_at": s.created_at.isoformat() if s.created_at else None,
+                        "updated_at": s.updated_at.isoformat() if s.updated_at else None,
+                        "source": s.source,
+                    }
+                    for s in rows
+                ],
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
+        return
+    if not rows:
+        click.echo(f"no sessions in workspace {workspace!r}")
+    for s in rows:
+        when = s.updated_at.isoformat(timespec="seconds") if s.updated_at else "-"
+        click.echo(f"{s.session_id}\t{s.message_count} messages\t{when}\t{s.title or ''}")
+
+
+@main.command()
+@workspace_option
+@click.option("--session", "session_id", default=None, help="Forget one session only.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation when forgetting a whole workspace.")
+@pass_ctx
+@handle_errors
+def forget(ctx: Context, workspace: str, session_id: str | None, yes: bool) -> None:
+    """Delete a session (or a whole workspace) and update statistics."""
+    if session_id is None and not yes and not click.confirm(
+        f"Delete every session of workspace {workspace!r}?", err=True
+    ):
+        _fail("nothing deleted")
+    with ctx.open() as pg:
+        count = pg.forget(workspace=workspace, session_id=session_id)
+    what = f"session {session_id!r}" if session_id else f"workspace {workspace!r}"
+    click.echo(f"forgot {what}: {count} messages deleted")
+
+
+def _size(num: int) -> str:
+    value = float(num)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{num} B"
+
+
+@main.command()
+@click.option("--workspace", "-w", "workspaces", multiple=True, help="Only these workspaces.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@pass_ctx
+@handle_errors
+def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
+    """Per-workspace counts (sessions, messages, indexed, vocabulary) and table sizes."""
+    with ctx.open() as pg:
+        names = list(workspaces) or pg.workspaces()
+        per = [pg.stats(workspace=w) for w in names]
+        sizes = pg.table_sizes()
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "workspaces": [
+                        {
+                            "workspace_id": s.workspace_id,
+                            "sessions": s.sessions,
+                            "messages": s.messages,
+                            "indexed_messages": s.indexed_messages,
+                            "vocabulary": s.vocabulary,
+                            "by_kind": s.by_kind,
+                        }
+                        for s in per
+                    ],
+                    "tables": [{"table": t, "table_bytes": tb, "index_bytes": ib} for t, tb, ib in sizes],
+                },
+                indent=2,
+            )
+        )
+        return
+    click.echo("workspace\tsessions\tmessages\tindexed\tvocabulary")
+    for s in per:
+        click.echo(f"{s.workspace_id}\t{s.sessions}\t{s.messages}\t{s.indexed_messages}\t{s.vocabulary}")
+    click.echo("")
+    click.echo("table\ttable size\tindex size")
+    for table, tb, ib in sizes:
+        click.echo(f"{table}\t{_size(tb)}\t{_size(ib)}")

@@ -1,0 +1,1 @@
+"""The store layer: the only part of pgsearch that talks to PostgreSQL."""

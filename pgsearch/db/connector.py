@@ -1,0 +1,208 @@
+"""Connections, transactions, error wrapping and migrations.
+
+This is the one module that imports psycopg, SQLAlchemy and Alembic at run time;
+driver errors become `StoreError` (or a subclass) here and keep ``__cause__``.
+Connections run in autocommit mode and every unit of work opens an explicit
+transaction, so a failure never leaves half a unit behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg import sql
+from psycopg.rows import TupleRow
+
+from pgsearch.errors import InvalidQuery, PgSearchError, SchemaOutOfDate, StoreError
+
+log = logging.getLogger(__name__)
+
+#: The Alembic revision this code needs (a test checks it is the migrations' head).
+HEAD_REVISION = "0001"
+MIGRATE_HINT = "run `pgsearch migrate` (or `alembic upgrade head`)"
+_PASSWORD_RE = re.compile(r"(password\s*=\s*)\S+|(://[^:/@\s]+:)[^@\s]+(@)", re.IGNORECASE)
+
+Cursor = psycopg.Cursor[TupleRow]
+
+
+def redact_dsn(dsn: str) -> str:
+    """`dsn` with any password replaced, for messages and logs."""
+    return _PASSWORD_RE.sub(
+        lambda m: f"{m.group(1)}***" if m.group(1) else f"{m.group(2)}***{m.group(3)}", dsn
+    )
+
+
+def migrations_dir() -> Path:
+    """Where the Alembic scripts are: inside the installed package, else the checkout."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "_migrations", here.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise StoreError("pgsearch migration scripts not found; the installation is incomplete")
+
+
+@contextmanager
+def wrap_errors(context: str = "") -> Iterator[None]:
+    """Turn driver errors into pgsearch errors, keeping the driver error as cause."""
+    prefix = f"{context}: " if context else ""
+    try:
+        yield
+    except PgSearchError:
+        raise
+    except pg_errors.QueryCanceled as exc:
+        raise StoreError(f"{prefix}statement timed out ({exc.diag.message_primary})") from exc
+    except pg_errors.UndefinedTable as exc:
+        raise SchemaOutOfDate(
+            f"{prefix}the database has no pgsearch schema; {MIGRATE_HINT}"
+        ) from exc
+    except (pg_errors.DataException, pg_errors.ProgramLimitExceeded) as exc:
+        raise InvalidQuery(f"{prefix}{exc.diag.message_primary or exc}") from exc
+    except psycopg.OperationalError as exc:
+        raise StoreError(f"{prefix}database unavailable: {_first_line(exc)}") from exc
+    except psycopg.Error as exc:
+        raise StoreError(f"{prefix}{_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return redact_dsn(text[0]) if text else type(exc).__name__
+
+
+def connect(dsn: str, *, application_name: str = "pgsearch") -> psycopg.Connection[TupleRow]:
+    """An autocommit connection; errors name the target without its password."""
+    with wrap_errors(f"cannot connect to {redact_dsn(dsn) or 'the default PostgreSQL'}"):
+        conn = psycopg.connect(dsn, autocommit=True, application_name=application_name)
+    return conn
+
+
+class Connector:
+    """One connection plus the transaction discipline every operation uses."""
+
+    def __init__(self, conn: psycopg.Connection[TupleRow], *, rls: bool = False) -> None:
+        self.conn = conn
+        self.rls = rls
+
+    @classmethod
+    def open(cls, dsn: str, *, rls: bool = False, check_schema: bool = True) -> Connector:
+        connector = cls(connect(dsn), rls=rls)
+        if check_schema:
+            try:
+                connector.check_schema()
+            except BaseException:
+                connector.close()
+                raise
+        return connector
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def check_schema(self) -> None:
+        """Raise `SchemaOutOfDate` unless the database is at `HEAD_REVISION`."""
+        with wrap_errors("checking the schema"), self.conn.cursor() as cur:
+            cur.execute("SELECT to_regclass('alembic_version') IS NOT NULL")
+            row = cur.fetchone()
+            if not row or not row[0]:
+                raise SchemaOutOfDate(f"the database has no pgsearch schema; {MIGRATE_HINT}")
+            cur.execute("SELECT version_num FROM alembic_version")
+            versions = [r[0] for r in cur.fetchall()]
+        if versions != [HEAD_REVISION]:
+            found = ", ".join(versions) or "none"
+            raise SchemaOutOfDate(
+                f"the database schema is at revision {found}, this pgsearch needs "
+                f"{HEAD_REVISION}; {MIGRATE_HINT}"
+            )
+
+    @contextmanager
+    def transaction(
+        self,
+        workspace: str | None = None,
+        *,
+        search: bool = False,
+        timeout_ms: int = 0,
+        context: str = "",
+    ) -> Iterator[Cursor]:
+        """A cursor inside one transaction, committed on success, rolled back on error.
+
+        Search transactions forbid sequential scans and JIT locally: the planner's
+        estimates for tsvector matches are coarse, and a wrong guess in favour of a
+        sequential scan costs seconds on a large table.
+        """
+        with wrap_errors(context), self.conn.transaction(), self.conn.cursor() as cur:
+            if search:
+                cur.execute("SET LOCAL enable_seqscan = off")
+                cur.execute("SET LOCAL jit = off")
+            if timeout_ms:
+                cur.execute(
+                    sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(timeout_ms))
+                )
+            if self.rls and workspace is not None:
+                cur.execute(
+                    sql.SQL("SET LOCAL pgsearch.workspace_id = {}").format(sql.Literal(workspace))
+                )
+            yield cur
+
+    def execute(self, cur: Cursor, query: LiteralString | sql.Composable, params: Any = None) -> None:
+        cur.execute(query, params)
+
+
+def make_engine(dsn: str | None = None) -> Any:
+    """A SQLAlchemy engine over psycopg for `dsn` (else PGSEARCH_DSN / PG* variables)."""
+    from sqlalchemy import create_engine
+
+    from pgsearch.settings import Settings
+
+    target = Settings.from_env().dsn if dsn is None else dsn
+    return create_engine(
+        "postgresql+psycopg://", creator=lambda: psycopg.connect(target), poolclass=None
+    )
+
+
+def _alembic_config(connection: Any) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+#: Serialises concurrent `pgsearch migrate` runs against one database.
+_MIGRATE_LOCK = 7_263_641_122
+
+
+def migrate(dsn: str, revision: str = "head", *, downgrade: bool = False) -> str | None:
+    """Upgrade (or downgrade) the schema; returns the revision now current."""
+    from alembic import command
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import text
+
+    engine = make_engine(dsn)
+    try:
+        with wrap_errors("migrating"), engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATE_LOCK})
+            conn.commit()
+            try:
+                cfg = _alembic_config(conn)
+                if downgrade:
+                    command.downgrade(cfg, revision)
+                else:
+                    command.upgrade(cfg, revision)
+                conn.commit()
+                current: str | None = MigrationContext.configure(conn).get_current_revision()
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATE_LOCK})
+                conn.commit()
+    except Exception as exc:
+        if isinstance(exc, PgSearchError):
+            raise
+        raise StoreError(f"migrating: {_first_line(exc)}") from exc
+    finally:
+        engine.dispose()
+    return current

@@ -1,0 +1,385 @@
+"""Every SQL statement pgsearch runs, named, in one place.
+
+Statements are `LiteralString` constants or are composed from `LiteralString`
+fragments by the builders below; user text only ever travels as bound parameters.
+Each search-time shape has an EXPLAIN test (tests/integration/test_explain.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, LiteralString
+
+# --- ingest -------------------------------------------------------------------------
+
+LOCK_FILE = """
+SELECT size, lines, digest FROM ingested_files
+WHERE workspace_id = %(ws)s AND path = %(path)s FOR UPDATE
+"""
+
+RECORD_FILE = """
+INSERT INTO ingested_files (workspace_id, path, size, lines, digest, updated_at)
+VALUES (%(ws)s, %(path)s, %(size)s, %(lines)s, %(digest)s, now())
+ON CONFLICT (workspace_id, path) DO UPDATE
+SET size = EXCLUDED.size, lines = EXCLUDED.lines, digest = EXCLUDED.digest,
+    updated_at = EXCLUDED.updated_at
+"""
+
+ENSURE_SESSIONS = """
+INSERT INTO sessions (workspace_id, session_id, source)
+SELECT %(ws)s, s, %(source)s FROM unnest(%(ids)s::text[]) AS s ORDER BY s
+ON CONFLICT (workspace_id, session_id) DO NOTHING
+"""
+
+LOCK_SESSIONS = """
+SELECT session_id, source, title, summary, next_seq, last_turn, message_count,
+       created_at, updated_at, tsvector_to_array(tsv)
+FROM sessions
+WHERE workspace_id = %(ws)s AND session_id = ANY(%(ids)s::text[])
+ORDER BY session_id
+FOR UPDATE
+"""
+
+INSERT_MESSAGES = """
+INSERT INTO messages (workspace_id, session_id, seq, entry_id, kind, role, turn, tool_name,
+                      created_at, content, arguments, extra, tsv, token_count)
+SELECT %(ws)s, u.session_id, u.seq, u.entry_id, u.kind, u.role, u.turn, u.tool_name,
+       u.created_at, u.content, u.arguments, u.extra::jsonb, u.tsv::tsvector, u.token_count
+FROM unnest(%(session_id)s::text[], %(seq)s::int[], %(entry_id)s::text[], %(kind)s::text[],
+            %(role)s::text[], %(turn)s::int[], %(tool_name)s::text[],
+            %(created_at)s::timestamptz[], %(content)s::text[], %(arguments)s::text[],
+            %(extra)s::text[], %(tsv)s::text[], %(token_count)s::int[])
+     AS u(session_id, seq, entry_id, kind, role, turn, tool_name, created_at, content,
+          arguments, extra, tsv, token_count)
+ON CONFLICT (workspace_id, session_id, seq) DO NOTHING
+RETURNING session_id, seq
+"""
+
+# Terms are sorted so that concurrent writers lock vocabulary rows in one order.
+UPSERT_VOCABULARY = """
+INSERT INTO vocabulary AS v (workspace_id, term, stem, df, sf)
+SELECT %(ws)s, u.term, u.stem, u.df, u.sf
+FROM unnest(%(terms)s::text[], %(stems)s::text[], %(df)s::int[], %(sf)s::int[])
+     AS u(term, stem, df, sf)
+ORDER BY u.term COLLATE "C"
+ON CONFLICT (workspace_id, term) DO UPDATE
+SET df = v.df + EXCLUDED.df, sf = v.sf + EXCLUDED.sf
+"""
+
+LOCK_VOCABULARY = """
+SELECT term FROM vocabulary
+WHERE workspace_id = %(ws)s AND term = ANY(%(terms)s::text[])
+ORDER BY term FOR UPDATE
+"""
+
+DECREMENT_VOCABULARY = """
+UPDATE vocabulary AS v SET df = v.df - u.df, sf = v.sf - u.sf
+FROM unnest(%(terms)s::text[], %(df)s::int[], %(sf)s::int[]) AS u(term, df, sf)
+WHERE v.workspace_id = %(ws)s AND v.term = u.term
+"""
+
+PRUNE_VOCABULARY = """
+DELETE FROM vocabulary
+WHERE workspace_id = %(ws)s AND term = ANY(%(terms)s::text[]) AND df <= 0 AND sf <= 0
+"""
+
+UPSERT_STATS = """
+INSERT INTO workspace_stats AS s (workspace_id, kind, n_messages, n_indexed, total_len)
+SELECT %(ws)s, u.kind, u.n, u.ni, u.len
+FROM unnest(%(kinds)s::text[], %(n)s::bigint[], %(ni)s::bigint[], %(len)s::bigint[])
+     AS u(kind, n, ni, len)
+ORDER BY u.kind
+ON CONFLICT (workspace_id, kind) DO UPDATE
+SET n_messages = s.n_messages + EXCLUDED.n_messages,
+    n_indexed = s.n_indexed + EXCLUDED.n_indexed,
+    total_len = s.total_len + EXCLUDED.total_len
+"""
+
+UPDATE_SESSION = """
+UPDATE sessions SET title = %(title)s, summary = %(summary)s, source = %(source)s,
+       created_at = %(created_at)s, updated_at = %(updated_at)s,
+       message_count = %(message_count)s, next_seq = %(next_seq)s, last_turn = %(last_turn)s,
+       tsv = %(tsv)s::tsvector, field_len = %(field_len)s
+WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+"""
+
+# --- forget -------------------------------------------------------------------------
+
+DELETE_SESSION_MESSAGES = """
+DELETE FROM messages WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+RETURNING kind, token_count, tsvector_to_array(tsv)
+"""
+
+DELETE_SESSION = """
+DELETE FROM sessions WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+RETURNING tsvector_to_array(coalesce(tsv, ''::tsvector)), source
+"""
+
+DELETE_SESSION_FILES = """
+DELETE FROM ingested_files WHERE workspace_id = %(ws)s AND path = ANY(%(paths)s::text[])
+"""
+
+FORGET_WORKSPACE: tuple[LiteralString, ...] = (
+    "DELETE FROM messages WHERE workspace_id = %(ws)s",
+    "DELETE FROM sessions WHERE workspace_id = %(ws)s",
+    "DELETE FROM vocabulary WHERE workspace_id = %(ws)s",
+    "DELETE FROM workspace_stats WHERE workspace_id = %(ws)s",
+    "DELETE FROM ingested_files WHERE workspace_id = %(ws)s",
+)
+
+# --- reading ------------------------------------------------------------------------
+
+LIST_SESSIONS = """
+SELECT session_id, title, message_count, created_at, updated_at, source
+FROM sessions WHERE workspace_id = %(ws)s
+ORDER BY updated_at DESC NULLS LAST, session_id
+LIMIT %(limit)s OFFSET %(offset)s
+"""
+
+WORKSPACE_STATS = """
+SELECT kind, n_messages, n_indexed, total_len FROM workspace_stats
+WHERE workspace_id = %(ws)s
+"""
+
+ALL_WORKSPACES = "SELECT DISTINCT workspace_id FROM workspace_stats ORDER BY 1"
+
+WORKSPACE_COUNTS = """
+SELECT (SELECT count(*) FROM sessions WHERE workspace_id = %(ws)s),
+       (SELECT count(*) FROM vocabulary WHERE workspace_id = %(ws)s)
+"""
+
+TABLE_SIZES = """
+SELECT c.relname, pg_table_size(c.oid), pg_indexes_size(c.oid)
+FROM pg_class c
+WHERE c.relname = ANY(%(tables)s::text[]) AND c.relkind = 'r'
+  AND c.relnamespace = to_regnamespace(current_schema())::oid
+ORDER BY c.relname
+"""
+
+CURSOR_KEY = "SELECT value FROM pgsearch_meta WHERE key = 'cursor_key'"
+
+# Exact vocabulary terms, same-stem terms and (for 3-4 letter words) prefix terms of
+# the query words, all in one index-driven statement.
+EXPAND_EXACT = """
+WITH q AS (
+    SELECT * FROM unnest(%(words)s::text[], %(stems)s::text[], %(prefix)s::bool[])
+        WITH ORDINALITY AS q(word, stem, prefix, i)
+)
+SELECT q.i, v.term, v.df, v.sf, 'exact' AS how
+FROM q JOIN vocabulary v ON v.workspace_id = %(ws)s AND v.term = q.word
+UNION ALL
+SELECT q.i, v.term, v.df, v.sf, 'stem'
+FROM q JOIN vocabulary v ON v.workspace_id = %(ws)s AND v.stem = q.stem AND v.term <> q.word
+UNION ALL
+SELECT q.i, p.term, p.df, p.sf, 'prefix'
+FROM q CROSS JOIN LATERAL (
+    SELECT v.term, v.df, v.sf FROM vocabulary v
+    WHERE v.workspace_id = %(ws)s AND v.term > q.word AND v.term < q.word || chr(1114111)
+    ORDER BY v.df DESC LIMIT %(prefix_limit)s
+) p
+WHERE q.prefix
+"""
+
+# Vocabulary terms that share enough trigrams with a query word (the caller checks
+# the edit distance); runs only for words not found as written.
+EXPAND_FUZZY = """
+SELECT q.i, f.term, f.df, f.sf
+FROM unnest(%(words)s::text[]) WITH ORDINALITY AS q(word, i)
+CROSS JOIN LATERAL (
+    SELECT v.term, v.df, v.sf FROM vocabulary v
+    WHERE v.workspace_id = %(ws)s AND v.term %% q.word AND v.term <> q.word
+    ORDER BY similarity(v.term, q.word) DESC, v.df DESC
+    LIMIT %(fuzzy_limit)s
+) f
+"""
+
+SET_TRGM_THRESHOLD = "SELECT set_config('pg_trgm.similarity_threshold', %(t)s, true)"
+
+SEARCH_STATS = """
+SELECT coalesce(sum(n_indexed), 0), coalesce(sum(total_len), 0),
+       coalesce(sum(n_messages) FILTER (WHERE kind = ANY(%(kinds)s::text[])), 0)
+FROM workspace_stats WHERE workspace_id = %(ws)s
+"""
+
+SESSION_FIELD_MATCHES = """
+SELECT s.session_id, s.field_len,
+       (SELECT array_agg(u.lexeme || ' ' || array_length(u.positions, 1) || ' '
+                         || array_to_string(u.weights, ''))
+        FROM unnest(s.tsv) AS u WHERE u.lexeme = ANY(%(terms)s::text[])) AS tfs
+FROM sessions s
+WHERE s.workspace_id = %(ws)s AND s.tsv @@ %(tsq)s::tsquery
+LIMIT %(cap)s
+"""
+
+SESSION_FIELD_MATCHES_ONE = """
+SELECT s.session_id, s.field_len,
+       (SELECT array_agg(u.lexeme || ' ' || array_length(u.positions, 1) || ' '
+                         || array_to_string(u.weights, ''))
+        FROM unnest(s.tsv) AS u WHERE u.lexeme = ANY(%(terms)s::text[])) AS tfs
+FROM sessions s
+WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s AND s.tsv @@ %(tsq)s::tsquery
+"""
+
+SESSION_FIELD_STATS = """
+SELECT count(*) FILTER (WHERE tsv IS NOT NULL), coalesce(sum(field_len), 0)
+FROM sessions WHERE workspace_id = %(ws)s
+"""
+
+FETCH_MESSAGES = """
+SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
+       m.content, m.arguments
+FROM messages m
+JOIN unnest(%(sids)s::text[], %(seqs)s::int[]) AS k(session_id, seq)
+  ON m.workspace_id = %(ws)s AND m.session_id = k.session_id AND m.seq = k.seq
+"""
+
+FETCH_SESSIONS = """
+SELECT session_id, title, summary, created_at, updated_at, message_count
+FROM sessions WHERE workspace_id = %(ws)s AND session_id = ANY(%(sids)s::text[])
+"""
+
+SESSION_FIRST_ENTRY = """
+SELECT DISTINCT ON (m.session_id) m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn,
+       m.tool_name, m.created_at, m.content, m.arguments
+FROM messages m
+WHERE m.workspace_id = %(ws)s AND m.session_id = ANY(%(sids)s::text[])
+ORDER BY m.session_id, m.seq
+"""
+
+WINDOW = """
+SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
+       m.content, m.arguments
+FROM messages m
+WHERE m.workspace_id = %(ws)s AND m.session_id = %(session_id)s
+  AND m.seq BETWEEN %(lo)s AND %(hi)s
+ORDER BY m.seq
+"""
+
+WINDOW_BEFORE = """
+SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
+       m.content, m.arguments
+FROM messages m
+WHERE m.workspace_id = %(ws)s AND m.session_id = %(session_id)s AND m.seq < %(seq)s
+ORDER BY m.seq DESC LIMIT %(n)s
+"""
+
+WINDOW_AFTER = """
+SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
+       m.content, m.arguments
+FROM messages m
+WHERE m.workspace_id = %(ws)s AND m.session_id = %(session_id)s AND m.seq >= %(seq)s
+ORDER BY m.seq LIMIT %(n)s
+"""
+
+SESSION_PAGE = """
+SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
+       m.content, m.arguments
+FROM messages m
+WHERE m.workspace_id = %(ws)s AND m.session_id = %(session_id)s AND m.seq >= %(seq)s
+ORDER BY m.seq LIMIT %(n)s
+"""
+
+SESSION_EXISTS = """
+SELECT message_count FROM sessions WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+"""
+
+# --- search builders ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Filters:
+    """Scope and filters of one search, applied inside the candidate statement."""
+
+    workspace: str
+    kinds: tuple[str, ...]
+    session_id: str | None = None
+    roles: tuple[str, ...] = ()
+    tool_name: str | None = None
+    since: Any = None
+    until: Any = None
+
+    def clauses(self) -> tuple[LiteralString, dict[str, Any]]:
+        sql: LiteralString = "m.workspace_id = %(ws)s AND m.kind = ANY(%(kinds)s::text[])"
+        params: dict[str, Any] = {"ws": self.workspace, "kinds": list(self.kinds)}
+        if self.session_id is not None:
+            sql += " AND m.session_id = %(session_id)s"
+            params["session_id"] = self.session_id
+        if self.roles:
+            sql += " AND m.role = ANY(%(roles)s::text[])"
+            params["roles"] = list(self.roles)
+        if self.tool_name is not None:
+            sql += " AND %(tool)s = ANY(string_to_array(m.tool_name, ', '))"
+            params["tool"] = self.tool_name
+        if self.since is not None:
+            sql += " AND m.created_at >= %(since)s"
+            params["since"] = self.since
+        if self.until is not None:
+            sql += " AND m.created_at < %(until)s"
+            params["until"] = self.until
+        return sql, params
+
+    @property
+    def only_kinds(self) -> bool:
+        """True when the scope is the workspace and kinds alone (stats answer counts)."""
+        return (
+            self.session_id is None
+            and not self.roles
+            and self.tool_name is None
+            and self.since is None
+            and self.until is None
+        )
+
+
+def candidates_sql(filters: Filters, *, newest_first: bool) -> tuple[LiteralString, dict[str, Any]]:
+    """Messages matching a tsquery within the filters, with tf of the expanded terms."""
+    where, params = filters.clauses()
+    sql: LiteralString = (
+        "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
+        "(SELECT array_agg(u.lexeme || ' ' || array_length(u.positions, 1)) "
+        " FROM unnest(m.tsv) AS u WHERE u.lexeme = ANY(%(terms)s::text[])) AS tfs, "
+        "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
+        "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit "
+        "FROM messages m WHERE " + where + " AND m.tsv @@ %(tsq)s::tsquery"
+    )
+    if newest_first:
+        sql += " ORDER BY m.created_at DESC, m.session_id, m.seq"
+    sql += " LIMIT %(cap)s"
+    return sql, params
+
+
+def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
+    """How many entries the filters cover (when per-kind statistics cannot tell)."""
+    where, params = filters.clauses()
+    return "SELECT count(*) FROM messages m WHERE " + where, params
+
+
+def browse_sql(
+    filters: Filters, *, per_session: bool, after: bool
+) -> tuple[LiteralString, dict[str, Any]]:
+    """Newest entries in scope (optionally the newest per session), keyset-paged."""
+    where, params = filters.clauses()
+    sql: LiteralString = (
+        "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at FROM messages m WHERE " + where
+    )
+    if after:
+        sql += (
+            " AND (m.created_at < %(c_time)s OR (m.created_at = %(c_time)s"
+            " AND (m.session_id, m.seq) > (%(c_sid)s, %(c_seq)s)))"
+        )
+    if per_session:
+        inner_where, _ = Filters(
+            workspace=filters.workspace,
+            kinds=filters.kinds,
+            roles=filters.roles,
+            tool_name=filters.tool_name,
+            since=filters.since,
+            until=filters.until,
+        ).clauses()
+        inner: LiteralString = inner_where.replace("m.", "n.")
+        sql += (
+            " AND NOT EXISTS (SELECT 1 FROM messages n WHERE "
+            + inner
+            + " AND n.session_id = m.session_id AND n.seq > m.seq)"
+        )
+    sql += " ORDER BY m.created_at DESC, m.session_id, m.seq LIMIT %(limit)s"
+    return sql, params

@@ -1,0 +1,155 @@
+"""The database schema as SQLAlchemy metadata; the Alembic migrations must match it.
+
+Every primary key and index leads with ``workspace_id`` (the tenant key), no key
+comes from a sequence, and statistics live per workspace, so the schema can be
+distributed by workspace later without a rewrite.
+
+- ``messages.tsv`` holds the normalised terms with positions (tf = number of
+  positions); its GIN index (with ``workspace_id`` via btree_gin, ``fastupdate``
+  off to avoid merge stalls) is the inverted index candidates come from.
+- ``vocabulary`` has one row per distinct term of a workspace with its document
+  frequency over messages (``df``) and over session titles/summaries (``sf``), plus
+  its English stem. A trigram GIN on ``term`` makes fuzzy expansion an index lookup.
+- ``sessions.tsv`` holds title terms (weight A) and summary terms (weight B).
+- ``workspace_stats`` keeps exact per-kind counts: BM25's N and total length, and
+  the size of the scope a search covered.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+
+metadata = MetaData()
+
+workspace_stats = Table(
+    "workspace_stats",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("n_messages", BigInteger, nullable=False, server_default=text("0")),
+    Column("n_indexed", BigInteger, nullable=False, server_default=text("0")),
+    Column("total_len", BigInteger, nullable=False, server_default=text("0")),
+    PrimaryKeyConstraint("workspace_id", "kind", name="workspace_stats_pkey"),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("title", Text),
+    Column("summary", Text),
+    Column("agent", Text),
+    Column("source", Text),
+    Column("created_at", DateTime(timezone=True)),
+    Column("updated_at", DateTime(timezone=True)),
+    Column("message_count", Integer, nullable=False, server_default=text("0")),
+    Column("next_seq", Integer, nullable=False, server_default=text("0")),
+    Column("last_turn", Integer, nullable=False, server_default=text("0")),
+    Column("tsv", TSVECTOR),
+    Column("field_len", Integer, nullable=False, server_default=text("0")),
+    PrimaryKeyConstraint("workspace_id", "session_id", name="sessions_pkey"),
+    Index(
+        "sessions_tsv_idx",
+        "workspace_id",
+        "tsv",
+        postgresql_using="gin",
+        postgresql_with={"fastupdate": "off"},
+    ),
+    Index("sessions_updated_idx", "workspace_id", text("updated_at DESC")),
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("entry_id", Text),
+    Column("kind", Text, nullable=False),
+    Column("role", Text, nullable=False),
+    Column("turn", Integer, nullable=False, server_default=text("0")),
+    Column("tool_name", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("arguments", Text, nullable=False, server_default=text("''")),
+    Column("extra", JSONB),
+    Column("tsv", TSVECTOR, nullable=False),
+    Column("token_count", Integer, nullable=False),
+    PrimaryKeyConstraint("workspace_id", "session_id", "seq", name="messages_pkey"),
+    ForeignKeyConstraint(
+        ["workspace_id", "session_id"],
+        ["sessions.workspace_id", "sessions.session_id"],
+        name="messages_session_fkey",
+        ondelete="CASCADE",
+    ),
+    Index(
+        "messages_tsv_idx",
+        "workspace_id",
+        "tsv",
+        postgresql_using="gin",
+        postgresql_with={"fastupdate": "off"},
+    ),
+    Index(
+        "messages_created_idx",
+        "workspace_id",
+        text("created_at DESC"),
+        "session_id",
+        "seq",
+    ),
+)
+
+vocabulary = Table(
+    "vocabulary",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("term", Text(collation="C"), nullable=False),
+    Column("stem", Text(collation="C"), nullable=False),
+    Column("df", Integer, nullable=False, server_default=text("0")),
+    Column("sf", Integer, nullable=False, server_default=text("0")),
+    PrimaryKeyConstraint("workspace_id", "term", name="vocabulary_pkey"),
+    Index(
+        "vocabulary_term_trgm_idx",
+        "workspace_id",
+        "term",
+        postgresql_using="gin",
+        postgresql_ops={"term": "gin_trgm_ops"},
+    ),
+    Index("vocabulary_stem_idx", "workspace_id", "stem"),
+)
+
+ingested_files = Table(
+    "ingested_files",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("path", Text, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("lines", Integer, nullable=False),
+    Column("digest", Text, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    PrimaryKeyConstraint("workspace_id", "path", name="ingested_files_pkey"),
+)
+
+settings_table = Table(
+    "pgsearch_meta",
+    metadata,
+    Column("key", Text, nullable=False),
+    Column("value", Text, nullable=False),
+    PrimaryKeyConstraint("key", name="pgsearch_meta_pkey"),
+)
+
+#: Tables holding tenant rows (all keyed by workspace_id first).
+TENANT_TABLES = ("workspace_stats", "sessions", "messages", "vocabulary", "ingested_files")

@@ -1,0 +1,311 @@
+"""Reading and writing pgsearch tables: the domain layer's only door to the database.
+
+Every method takes the workspace explicitly and every statement filters on it.
+Writes keep three derived things exact in the same transaction as the rows they
+describe: vocabulary document frequencies, per-workspace per-kind statistics, and
+per-session counters. Vocabulary rows are always locked in term order, so
+concurrent writers cannot deadlock on them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pgsearch.db import queries as q
+from pgsearch.db.connector import Connector, Cursor
+from pgsearch.db.schema import TENANT_TABLES
+from pgsearch.normalize import stem
+
+__all__ = ["Cursor", "FileRecord", "MessageRow", "SessionState", "Store"]
+
+
+@dataclass(slots=True)
+class SessionState:
+    session_id: str
+    source: str | None
+    title: str | None
+    summary: str | None
+    next_seq: int
+    last_turn: int
+    message_count: int
+    created_at: datetime | None
+    updated_at: datetime | None
+    field_terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    session_id: str
+    seq: int
+    entry_id: str | None
+    kind: str
+    role: str
+    turn: int
+    tool_name: str | None
+    created_at: datetime
+    content: str
+    arguments: str
+    extra: dict[str, Any] | None
+    tsvector: str
+    terms: tuple[str, ...]
+    token_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    path: str
+    size: int
+    lines: int
+    digest: str
+
+
+@dataclass(slots=True)
+class Deltas:
+    """Changes to derived statistics accumulated over one transaction."""
+
+    df: Counter[str] = field(default_factory=Counter)
+    sf: Counter[str] = field(default_factory=Counter)
+    n: Counter[str] = field(default_factory=Counter)
+    indexed: Counter[str] = field(default_factory=Counter)
+    length: Counter[str] = field(default_factory=Counter)
+
+
+class Store:
+    """Named operations over one `Connector`."""
+
+    def __init__(self, connector: Connector) -> None:
+        self.connector = connector
+        self._cursor_key: bytes | None = None
+
+    @contextmanager
+    def transaction(
+        self, workspace: str | None, *, search: bool = False, timeout_ms: int = 0, context: str = ""
+    ) -> Iterator[Cursor]:
+        with self.connector.transaction(
+            workspace, search=search, timeout_ms=timeout_ms, context=context
+        ) as cur:
+            yield cur
+
+    # --- ingest -------------------------------------------------------------------
+
+    def lock_file(self, cur: Cursor, ws: str, path: str) -> FileRecord | None:
+        cur.execute(q.LOCK_FILE, {"ws": ws, "path": path})
+        row = cur.fetchone()
+        return None if row is None else FileRecord(path, row[0], row[1], row[2])
+
+    def record_file(self, cur: Cursor, ws: str, record: FileRecord) -> None:
+        cur.execute(
+            q.RECORD_FILE,
+            {
+                "ws": ws,
+                "path": record.path,
+                "size": record.size,
+                "lines": record.lines,
+                "digest": record.digest,
+            },
+        )
+
+    def lock_sessions(
+        self, cur: Cursor, ws: str, session_ids: Iterable[str], source: str | None
+    ) -> dict[str, SessionState]:
+        """Create missing sessions and lock all of them (in id order)."""
+        ids = sorted(set(session_ids))
+        cur.execute(q.ENSURE_SESSIONS, {"ws": ws, "ids": ids, "source": source})
+        cur.execute(q.LOCK_SESSIONS, {"ws": ws, "ids": ids})
+        return {
+            row[0]: SessionState(*row[:9], field_terms=tuple(row[9] or ()))
+            for row in cur.fetchall()
+        }
+
+    def insert_messages(
+        self, cur: Cursor, ws: str, rows: Sequence[MessageRow], deltas: Deltas
+    ) -> set[tuple[str, int]]:
+        """Insert rows not already stored; returns the keys inserted, deltas updated."""
+        if not rows:
+            return set()
+        cur.execute(
+            q.INSERT_MESSAGES,
+            {
+                "ws": ws,
+                "session_id": [r.session_id for r in rows],
+                "seq": [r.seq for r in rows],
+                "entry_id": [r.entry_id for r in rows],
+                "kind": [r.kind for r in rows],
+                "role": [r.role for r in rows],
+                "turn": [r.turn for r in rows],
+                "tool_name": [r.tool_name for r in rows],
+                "created_at": [r.created_at for r in rows],
+                "content": [r.content for r in rows],
+                "arguments": [r.arguments for r in rows],
+                "extra": [
+                    None if r.extra is None else json.dumps(r.extra, ensure_ascii=False)
+                    for r in rows
+                ],
+                "tsv": [r.tsvector for r in rows],
+                "token_count": [r.token_count for r in rows],
+            },
+        )
+        inserted = {(sid, seq) for sid, seq in cur.fetchall()}
+        for r in rows:
+            if (r.session_id, r.seq) in inserted:
+                deltas.n[r.kind] += 1
+                if r.token_count:
+                    deltas.indexed[r.kind] += 1
+                    deltas.length[r.kind] += r.token_count
+                    deltas.df.update(r.terms)
+        return inserted
+
+    def update_session(self, cur: Cursor, ws: str, state: SessionState, tsv: str, field_len: int) -> None:
+        cur.execute(
+            q.UPDATE_SESSION,
+            {
+                "ws": ws,
+                "session_id": state.session_id,
+                "title": state.title,
+                "summary": state.summary,
+                "source": state.source,
+                "created_at": state.created_at,
+                "updated_at": state.updated_at,
+                "message_count": state.message_count,
+                "next_seq": state.next_seq,
+                "last_turn": state.last_turn,
+                "tsv": tsv or None,
+                "field_len": field_len,
+            },
+        )
+
+    def apply_deltas(self, cur: Cursor, ws: str, deltas: Deltas) -> None:
+        """Fold accumulated deltas into vocabulary and statistics (sorted, batched)."""
+        terms = sorted(set(deltas.df) | set(deltas.sf))
+        grow = [t for t in terms if deltas.df[t] > 0 or deltas.sf[t] > 0]
+        shrink = [t for t in terms if deltas.df[t] < 0 or deltas.sf[t] < 0]
+        if grow:
+            cur.execute(
+                q.UPSERT_VOCABULARY,
+                {
+                    "ws": ws,
+                    "terms": grow,
+                    "stems": [stem(t) for t in grow],
+                    "df": [max(deltas.df[t], 0) for t in grow],
+                    "sf": [max(deltas.sf[t], 0) for t in grow],
+                },
+            )
+        if shrink:
+            cur.execute(q.LOCK_VOCABULARY, {"ws": ws, "terms": shrink})
+            cur.execute(
+                q.DECREMENT_VOCABULARY,
+                {
+                    "ws": ws,
+                    "terms": shrink,
+                    "df": [max(-deltas.df[t], 0) for t in shrink],
+                    "sf": [max(-deltas.sf[t], 0) for t in shrink],
+                },
+            )
+            cur.execute(q.PRUNE_VOCABULARY, {"ws": ws, "terms": shrink})
+        kinds = sorted(set(deltas.n) | set(deltas.indexed) | set(deltas.length))
+        if kinds:
+            cur.execute(
+                q.UPSERT_STATS,
+                {
+                    "ws": ws,
+                    "kinds": kinds,
+                    "n": [deltas.n[k] for k in kinds],
+                    "ni": [deltas.indexed[k] for k in kinds],
+                    "len": [deltas.length[k] for k in kinds],
+                },
+            )
+
+    # --- forget -------------------------------------------------------------------
+
+    def forget_session(self, cur: Cursor, ws: str, session_id: str, deltas: Deltas) -> int:
+        """Delete one session; returns how many messages went. Deltas updated."""
+        cur.execute(q.DELETE_SESSION_MESSAGES, {"ws": ws, "session_id": session_id})
+        count = 0
+        for kind, token_count, terms in cur.fetchall():
+            count += 1
+            deltas.n[kind] -= 1
+            if token_count:
+                deltas.indexed[kind] -= 1
+                deltas.length[kind] -= token_count
+                for t in terms:
+                    deltas.df[t] -= 1
+        cur.execute(q.DELETE_SESSION, {"ws": ws, "session_id": session_id})
+        row = cur.fetchone()
+        if row is not None:
+            field_terms, source = row
+            for t in field_terms:
+                deltas.sf[t] -= 1
+            if source:
+                cur.execute(q.DELETE_SESSION_FILES, {"ws": ws, "paths": [source]})
+        elif count == 0:
+            return -1
+        return count
+
+    def forget_workspace(self, cur: Cursor, ws: str) -> int:
+        """Delete everything of one workspace; returns how many messages went."""
+        total = sum(n for n, _, _ in self.workspace_stats(cur, ws).values())
+        for statement in q.FORGET_WORKSPACE:
+            cur.execute(statement, {"ws": ws})
+        return total
+
+    # --- reading ------------------------------------------------------------------
+
+    def list_sessions(self, cur: Cursor, ws: str, *, limit: int, offset: int) -> list[tuple[Any, ...]]:
+        cur.execute(q.LIST_SESSIONS, {"ws": ws, "limit": limit, "offset": offset})
+        return cur.fetchall()
+
+    def workspaces(self, cur: Cursor) -> list[str]:
+        cur.execute(q.ALL_WORKSPACES)
+        return [r[0] for r in cur.fetchall()]
+
+    def workspace_stats(self, cur: Cursor, ws: str) -> dict[str, tuple[int, int, int]]:
+        cur.execute(q.WORKSPACE_STATS, {"ws": ws})
+        return {k: (int(n), int(ni), int(ln)) for k, n, ni, ln in cur.fetchall()}
+
+    def workspace_counts(self, cur: Cursor, ws: str) -> tuple[int, int]:
+        cur.execute(q.WORKSPACE_COUNTS, {"ws": ws})
+        row = cur.fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+    def table_sizes(self, cur: Cursor) -> list[tuple[str, int, int]]:
+        cur.execute(q.TABLE_SIZES, {"tables": list(TENANT_TABLES)})
+        return [(r[0], int(r[1]), int(r[2])) for r in cur.fetchall()]
+
+    def cursor_key(self, cur: Cursor) -> bytes:
+        if self._cursor_key is None:
+            cur.execute(q.CURSOR_KEY)
+            row = cur.fetchone()
+            self._cursor_key = (row[0] if row else "pgsearch").encode()
+        return self._cursor_key
+
+    # --- running search statements ------------------------------------------------
+
+    def run(
+        self,
+        cur: Cursor,
+        statement: Any,
+        params: dict[str, Any],
+        *,
+        explain: list[str] | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """Run one statement; with `explain`, append its SQL and plan to that list."""
+        if explain is not None:
+            cur.execute("EXPLAIN (FORMAT TEXT, COSTS true) " + statement, params)
+            plan = "\n".join(r[0] for r in cur.fetchall())
+            explain.append(f"{' '.join(str(statement).split())}\n{plan}")
+        cur.execute(statement, params)
+        return cur.fetchall()
+
+    def explain_json(self, cur: Cursor, statement: Any, params: dict[str, Any]) -> Any:
+        """The JSON plan of one statement (used by the plan checks)."""
+        cur.execute("EXPLAIN (FORMAT JSON) " + statement, params)
+        row = cur.fetchone()
+        assert row is not None
+        return row[0]

@@ -1,0 +1,148 @@
+"""Excerpts and windows (pure).
+
+An excerpt is cut from the *indexed* text of an entry (secrets scrubbed, tool
+arguments and output left out), centred on the first matched term, measured and
+cut in UTF-8 bytes on character boundaries, with matched words marked ``**like
+this**``. Typo and stem expansions count as matches, so ``databse`` marks
+``database``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from pgsearch.normalize import is_cjk, normalize, tokenize
+
+MARK_OPEN = "**"
+MARK_CLOSE = "**"
+ELLIPSIS = "…"
+_SPACE_RE = re.compile(r"\s+")
+_WORD_RE = re.compile(r"[^\W_]+")
+
+
+def utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def truncate_bytes(text: str, max_bytes: int) -> str:
+    """The longest prefix of `text` within `max_bytes` UTF-8 bytes (never splits a char)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= max_bytes:
+        return text
+    return raw[:max_bytes].decode("utf-8", "ignore")
+
+
+def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
+    """Character spans of `text` whose words normalise to one of `terms`."""
+    wanted = set(terms)
+    if not wanted:
+        return []
+    spans: list[tuple[int, int]] = []
+    for m in _WORD_RE.finditer(text):
+        word = m.group()
+        if is_cjk(word):
+            for i in range(len(word)):
+                for width in (2, 1):
+                    piece = word[i : i + width]
+                    if len(piece) == width and normalize(piece) in wanted:
+                        spans.append((m.start() + i, m.start() + i + width))
+                        break
+            continue
+        if any(tok in wanted for tok in tokenize(word)):
+            spans.append((m.start(), m.end()))
+    return _merge(spans)
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def make_excerpt(text: str, terms: Iterable[str], max_bytes: int) -> str:
+    """At most `max_bytes` of `text` around the first match, matches marked."""
+    flat = _SPACE_RE.sub(" ", text).strip()
+    if not flat:
+        return ""
+    spans = match_spans(flat, terms)
+    if utf8_len(flat) + len(spans) * 4 <= max_bytes:
+        return _mark(flat, spans, 0, len(flat))
+    budget = max(max_bytes - 2 * utf8_len(ELLIPSIS), 16)
+    anchor = spans[0][0] if spans else 0
+    # A third of the room before the match, the rest after it.
+    start = anchor
+    used = 0
+    lead = budget // 3 if anchor else 0
+    while start > 0:
+        size = utf8_len(flat[start - 1])
+        if used + size > lead:
+            break
+        used += size
+        start -= 1
+    # Do not open in the middle of a word unless that word is huge.
+    if start > 0 and flat[start - 1] != " ":
+        space = flat.find(" ", start, anchor)
+        if space != -1:
+            start = space + 1
+    end = start
+    total = 0
+    inside = [s for s in spans if s[0] >= start]
+    for ch_i in range(start, len(flat)):
+        size = utf8_len(flat[ch_i])
+        marks = 4 * sum(1 for s in inside if s[0] == ch_i)
+        if total + size + marks > budget:
+            break
+        total += size + marks
+        end = ch_i + 1
+    if end < len(flat):
+        space = flat.rfind(" ", start, end)
+        if space > start + (end - start) // 2:
+            end = space
+    body = _mark(flat, [s for s in spans if s[0] >= start and s[1] <= end], start, end)
+    prefix = ELLIPSIS if start > 0 else ""
+    suffix = ELLIPSIS if end < len(flat) else ""
+    return truncate_bytes(prefix + body.strip() + suffix, max_bytes)
+
+
+def _mark(text: str, spans: list[tuple[int, int]], start: int, end: int) -> str:
+    out: list[str] = []
+    pos = start
+    for s, e in spans:
+        if s < start or e > end:
+            continue
+        out.append(text[pos:s])
+        out.append(MARK_OPEN + text[s:e] + MARK_CLOSE)
+        pos = e
+    out.append(text[pos:end])
+    return "".join(out)
+
+
+def window_bounds(before: int, after: int, max_window: int) -> tuple[int, int]:
+    """Messages to show before and after an anchor so the window fits `max_window`.
+
+    The anchor always stays; when the request is trimmed, it stays centred unless one
+    side asked for less than half.
+    """
+    before = max(before, 0)
+    after = max(after, 0)
+    room = max_window - 1
+    if before + after <= room:
+        return before, after
+    half = room // 2
+    new_before = min(before, max(half, room - after))
+    new_after = min(after, room - new_before)
+    return new_before, new_after
+
+
+def clip(text: str, max_bytes: int) -> str:
+    """`text` cut to `max_bytes` with a note of how much was left out."""
+    size = utf8_len(text)
+    if size <= max_bytes:
+        return text
+    note = f" {ELLIPSIS}[{size - max_bytes:,} more bytes]"
+    return truncate_bytes(text, max(max_bytes - utf8_len(note), 0)) + note

@@ -1,0 +1,318 @@
+"""Ingest: files and appended messages into the store, lossless and idempotent.
+
+A file is one transaction: either every new line of it lands, with vocabulary and
+statistics updated to match, or nothing does. ``seq`` is a message's 0-based line
+number, so re-reading a file inserts nothing twice (``ON CONFLICT DO NOTHING`` on
+the primary key) and statistics only count rows actually inserted. For each file
+the consumed byte length and a SHA-256 of those bytes are recorded; when the file
+still starts with exactly those bytes, only the lines after them are parsed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pgsearch import policy
+from pgsearch.db.store import Deltas, FileRecord, MessageRow, SessionState, Store
+from pgsearch.errors import ConfigError, IngestError
+from pgsearch.indexing import index_entry, index_session_fields
+from pgsearch.messages import Entry, entry_from_object, iter_jsonl
+from pgsearch.settings import Settings
+
+log = logging.getLogger(__name__)
+
+MAX_WORKSPACE_CHARS = 200
+_BATCH_ROWS = 2000
+
+
+def check_workspace(workspace: str) -> str:
+    """`workspace` if it is a usable workspace id, else `ConfigError`."""
+    if not isinstance(workspace, str) or not workspace.strip():
+        raise ConfigError("a workspace id must be a non-empty string")
+    if len(workspace) > MAX_WORKSPACE_CHARS or any(ord(c) < 32 for c in workspace):
+        raise ConfigError(
+            f"workspace id must be at most {MAX_WORKSPACE_CHARS} printable characters"
+        )
+    return workspace
+
+
+@dataclass(slots=True)
+class FileResult:
+    path: str
+    sessions: set[str] = field(default_factory=set)
+    messages: int = 0
+    skipped: int = 0
+    error: IngestError | None = None
+
+
+@dataclass(slots=True)
+class IngestReport:
+    files: int = 0
+    sessions: int = 0
+    messages: int = 0
+    skipped: int = 0
+    errors: list[IngestError] = field(default_factory=list)
+
+    def add(self, result: FileResult) -> None:
+        self.files += 1
+        self.sessions += len(result.sessions)
+        self.messages += result.messages
+        self.skipped += result.skipped
+        if result.error is not None:
+            self.errors.append(result.error)
+
+    def summary(self) -> str:
+        return (
+            f"{self.files} files, {self.sessions} sessions, {self.messages} messages, "
+            f"{self.skipped} skipped, {len(self.errors)} errors"
+        )
+
+
+def find_jsonl(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Files named directly, plus every ``*.jsonl`` under directories (sorted)."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
+        else:
+            found.append(path)
+    return found
+
+
+def confine(path: Path, roots: Sequence[Path] | None) -> Path:
+    """The real path of `path`, which must lie under one of `roots` when given."""
+    real = path.resolve()
+    if roots:
+        for root in roots:
+            if real.is_relative_to(root.resolve()):
+                return real
+        raise IngestError(
+            "path is outside the allowed roots ("
+            + ", ".join(str(r) for r in roots)
+            + "; symlinks are followed before the check)",
+            path=str(path),
+        )
+    return real
+
+
+class Ingestor:
+    """Writes entries through a `Store` under the indexing policy of `settings`."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    # --- files --------------------------------------------------------------------
+
+    def ingest_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        workspace: str,
+        session_id: str | None = None,
+        roots: Sequence[Path] | None = None,
+    ) -> FileResult:
+        """Ingest one JSON Lines file in one transaction; errors are `IngestError`."""
+        check_workspace(workspace)
+        given = Path(path)
+        real = confine(given, roots)
+        shown = str(given)
+        if not real.is_file():
+            raise IngestError("not a readable file", path=shown)
+        try:
+            data = real.read_bytes()
+            mtime = datetime.fromtimestamp(real.stat().st_mtime, tz=UTC)
+        except OSError as exc:
+            raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None
+        default_session = session_id or real.stem
+        result = FileResult(path=shown)
+        # Only complete lines are recorded as consumed; a partial last line is read
+        # now but read again next time, when it may have grown.
+        consumed = data.rfind(b"\n") + 1
+        with self.store.transaction(workspace, context=f"ingesting {shown}") as cur:
+            record = self.store.lock_file(cur, workspace, str(real))
+            start, first_line = 0, 0
+            if (
+                record is not None
+                and record.size <= len(data)
+                and hashlib.sha256(data[: record.size]).hexdigest() == record.digest
+            ):
+                start, first_line = record.size, record.lines
+                result.skipped += record.lines
+            entries = list(
+                iter_jsonl(
+                    data[start:], path=shown, session_id=default_session, first_line=first_line
+                )
+            )
+            if entries:
+                inserted = self._write(
+                    cur, workspace, entries, source=str(real), fallback_time=mtime,
+                    continuing=start > 0, where=shown,
+                )
+                result.messages = inserted
+                result.skipped += len(entries) - inserted
+                result.sessions = {e.session_id for e in entries}
+            lines = data[:consumed].count(b"\n")
+            self.store.record_file(
+                cur,
+                workspace,
+                FileRecord(str(real), consumed, lines, hashlib.sha256(data[:consumed]).hexdigest()),
+            )
+        return result
+
+    def ingest_paths(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        workspace: str,
+        roots: Sequence[Path] | None = None,
+        on_file: Callable[[FileResult], None] | None = None,
+    ) -> IngestReport:
+        """Ingest files and directories; a bad file is reported and the rest go on."""
+        report = IngestReport()
+        for path in find_jsonl(paths):
+            try:
+                result = self.ingest_file(path, workspace=workspace, roots=roots)
+            except IngestError as exc:
+                result = FileResult(path=str(path), error=exc)
+            report.add(result)
+            if on_file is not None:
+                on_file(result)
+        return report
+
+    # --- API appends --------------------------------------------------------------
+
+    def append(
+        self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]
+    ) -> int:
+        """Append messages to a session; searchable once this returns (committed)."""
+        check_workspace(workspace)
+        if not session_id or len(session_id) > 256:
+            raise IngestError("session_id must be 1 to 256 characters")
+        entries: list[Entry] = []
+        calls: dict[str, str] = {}
+        for i, obj in enumerate(messages):
+            try:
+                entry = entry_from_object(obj, seq=i, session_id=session_id, tool_names_by_call=calls)
+            except (ValueError, RecursionError) as exc:
+                raise IngestError(f"message {i}: {exc}") from None
+            if entry.session_id != session_id:
+                raise IngestError(f"message {i}: session_id differs from the append target")
+            entries.append(entry)
+        if not entries:
+            return 0
+        with self.store.transaction(workspace, context=f"appending to {session_id}") as cur:
+            return self._write(
+                cur, workspace, entries, source=None, fallback_time=datetime.now(UTC),
+                continuing=True, where=f"session {session_id}", assign_seq=True,
+            )
+
+    # --- shared write path --------------------------------------------------------
+
+    def _write(
+        self,
+        cur: Any,
+        ws: str,
+        entries: list[Entry],
+        *,
+        source: str | None,
+        fallback_time: datetime,
+        continuing: bool,
+        where: str,
+        assign_seq: bool = False,
+    ) -> int:
+        states = self.store.lock_sessions(cur, ws, (e.session_id for e in entries), source)
+        for state in states.values():
+            if state.message_count and state.source != source:
+                origin = state.source or "API appends"
+                raise IngestError(f"session {state.session_id!r} already holds messages from {origin}", path=where)
+        turns = {sid: (s.last_turn if continuing else 0) for sid, s in states.items()}
+        last_time = {sid: (s.updated_at if continuing else None) for sid, s in states.items()}
+        next_seq = {sid: s.next_seq for sid, s in states.items()}
+        rows: list[MessageRow] = []
+        new_fields: dict[str, tuple[str | None, str | None]] = {}
+        for entry in entries:
+            sid = entry.session_id
+            if entry.role == "user" and entry.kind == policy.USER_TEXT:
+                turns[sid] += 1
+            created = entry.created_at or last_time[sid] or fallback_time
+            last_time[sid] = created
+            seq = next_seq[sid] if assign_seq else entry.seq
+            next_seq[sid] = max(next_seq[sid], seq + 1)
+            ix = index_entry(
+                entry,
+                index_policy=self.settings.index_policy,
+                max_chars=self.settings.max_indexed_chars,
+            )
+            rows.append(
+                MessageRow(
+                    session_id=sid,
+                    seq=seq,
+                    entry_id=entry.entry_id,
+                    kind=entry.kind,
+                    role=entry.role,
+                    turn=turns[sid],
+                    tool_name=entry.tool_name,
+                    created_at=created,
+                    content=entry.content,
+                    arguments=entry.arguments,
+                    extra=entry.extra,
+                    tsvector=ix.tsvector,
+                    terms=ix.terms,
+                    token_count=ix.length,
+                )
+            )
+            if entry.title is not None or entry.summary is not None:
+                title, summary = new_fields.get(sid, (states[sid].title, states[sid].summary))
+                new_fields[sid] = (
+                    entry.title if entry.title is not None else title,
+                    entry.summary if entry.summary is not None else summary,
+                )
+        deltas = Deltas()
+        inserted: set[tuple[str, int]] = set()
+        for i in range(0, len(rows), _BATCH_ROWS):
+            inserted |= self.store.insert_messages(cur, ws, rows[i : i + _BATCH_ROWS], deltas)
+        for sid, state in states.items():
+            mine = [r for r in rows if r.session_id == sid and (sid, r.seq) in inserted]
+            changed = self._update_state(state, mine, new_fields.get(sid), next_seq[sid], deltas)
+            if changed is not None:
+                tsv, field_len = changed
+                self.store.update_session(cur, ws, state, tsv, field_len)
+        self.store.apply_deltas(cur, ws, deltas)
+        return len(inserted)
+
+    def _update_state(
+        self,
+        state: SessionState,
+        rows: list[MessageRow],
+        fields: tuple[str | None, str | None] | None,
+        next_seq: int,
+        deltas: Deltas,
+    ) -> tuple[str, int] | None:
+        if not rows and fields is None and state.message_count:
+            return None
+        if rows:
+            times = [r.created_at for r in rows]
+            state.created_at = min([*times, *([state.created_at] if state.created_at else [])])
+            state.updated_at = max([*times, *([state.updated_at] if state.updated_at else [])])
+            state.message_count += len(rows)
+            state.last_turn = max(state.last_turn, max(r.turn for r in rows))
+        state.next_seq = max(state.next_seq, next_seq)
+        if fields is not None:
+            state.title, state.summary = fields
+        ix = index_session_fields(
+            state.title, state.summary, max_chars=self.settings.max_indexed_chars
+        )
+        if set(ix.terms) != set(state.field_terms):
+            deltas.sf.subtract(state.field_terms)
+            deltas.sf.update(ix.terms)
+            state.field_terms = ix.terms
+        return ix.tsvector, ix.length

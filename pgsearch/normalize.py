@@ -1,0 +1,231 @@
+"""Normalisation and tokenising: one definition, used for documents and queries alike.
+
+`normalize` maps text to a search key: Unicode NFKC, case-folded, combining marks
+stripped (``é → e``), letters that do not decompose folded (``ø → o``, ``ł → l``,
+``æ → ae``, ``þ → th``). `tokenize` splits a key into terms: runs of letters and
+digits, so code-like text (``resolve_dirs(config)``, ``C++``, ``foo-bar``, quotes,
+``%``, backslashes) is plain data. Runs of CJK characters carry no spaces between
+words, so each character is emitted as a unigram and each adjacent pair as a bigram
+*at the same position*: a one- or two-character query matches exactly, and a longer
+CJK query becomes a phrase of consecutive bigrams.
+
+Everything here is pure and never raises on any ``str``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import snowballstemmer
+
+#: Longest term kept; longer runs (hashes, base64) are cut to this prefix.
+MAX_TERM_CHARS = 64
+#: Postgres keeps positions up to this value in a tsvector.
+MAX_POSITION = 16383
+
+_FOLD = str.maketrans(
+    {
+        "ø": "o",
+        "đ": "d",
+        "ð": "d",
+        "ł": "l",
+        "æ": "ae",
+        "œ": "oe",
+        "þ": "th",
+        "ħ": "h",
+        "ı": "i",
+        "ŀ": "l",
+        "ŧ": "t",
+        "ƒ": "f",
+        "ŋ": "n",
+        "ĸ": "k",
+        "ɖ": "d",
+        "ß": "ss",
+        "ſ": "s",
+    }
+)
+
+# Han, Hiragana, Katakana, Hangul (syllables and jamo), CJK compatibility ideographs.
+_CJK_CLASS = (
+    "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
+)
+_CJK_RE = re.compile(f"[{_CJK_CLASS}]")
+_CJK_SPLIT_RE = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+# Letters, digits and spacing marks (Indic vowel signs belong inside words).
+_WORD_RE = re.compile(r"(?:[^\W_]|[\u0900-\u0dff\u0e00-\u0eff])+")
+_ASCII_WORD_RE = re.compile(r"[a-z0-9]+")
+_LATIN_WORD_RE = re.compile(r"[a-z]+")
+
+
+def _strip_marks(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    kept = "".join(
+        ch
+        for ch in decomposed
+        if not unicodedata.combining(ch) and unicodedata.category(ch) not in ("Mn", "Me")
+    )
+    return unicodedata.normalize("NFC", kept.translate(_FOLD))
+
+
+def normalize(text: str) -> str:
+    """The search key of `text`: NFKC, case-folded, marks stripped, letters folded.
+
+    Idempotent: ``normalize(normalize(s)) == normalize(s)``.
+    """
+    if text.isascii():
+        return text.lower()
+    # Lone surrogates cannot be encoded anywhere downstream; they carry no text.
+    if any("\ud800" <= ch <= "\udfff" for ch in text):
+        text = "".join(ch if not "\ud800" <= ch <= "\udfff" else "\ufffd" for ch in text)
+    key = text
+    # Case folding and compatibility mapping can each expose characters the other
+    # maps further, so repeat until stable (at most a few rounds in practice).
+    for _ in range(4):
+        nxt = _strip_marks(unicodedata.normalize("NFKC", key).casefold())
+        if nxt == key:
+            break
+        key = nxt
+    return key
+
+
+def is_cjk(text: str) -> bool:
+    """True when `text` contains a CJK character."""
+    return _CJK_RE.search(text) is not None
+
+
+def _words(key: str) -> list[str]:
+    if key.isascii():
+        return _ASCII_WORD_RE.findall(key)
+    return _WORD_RE.findall(key)
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    term: str
+    position: int
+    #: Offset of the token's first character in the normalised key.
+    start: int
+
+
+def tokenize(text: str, *, normalized: bool = False) -> list[str]:
+    """The terms of `text` in order (CJK unigrams and bigrams interleaved)."""
+    return [tok.term for tok in iter_tokens(text, normalized=normalized)]
+
+
+def iter_tokens(text: str, *, normalized: bool = False) -> Iterable[Token]:
+    """Tokens of `text` with 1-based positions; CJK unigram and bigram share one."""
+    key = text if normalized else normalize(text)
+    position = 0
+    if key.isascii():
+        for match in _ASCII_WORD_RE.finditer(key):
+            position += 1
+            yield Token(match.group()[:MAX_TERM_CHARS], min(position, MAX_POSITION), match.start())
+        return
+    for match in _WORD_RE.finditer(key):
+        word = match.group()
+        if not _CJK_RE.search(word):
+            position += 1
+            yield Token(word[:MAX_TERM_CHARS], min(position, MAX_POSITION), match.start())
+            continue
+        offset = match.start()
+        for part in _CJK_SPLIT_RE.findall(word):
+            if _CJK_RE.match(part):
+                for i, ch in enumerate(part):
+                    position += 1
+                    pos = min(position, MAX_POSITION)
+                    yield Token(ch, pos, offset + i)
+                    if i + 1 < len(part):
+                        yield Token(part[i : i + 2], pos, offset + i)
+            else:
+                position += 1
+                yield Token(part[:MAX_TERM_CHARS], min(position, MAX_POSITION), offset)
+            offset += len(part)
+
+
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=262_144)
+def stem(term: str) -> str:
+    """The English Snowball stem of a Latin-letter term; other terms are their own stem."""
+    if len(term) < 3 or not _LATIN_WORD_RE.fullmatch(term):
+        return term
+    result: str = _STEMMER.stemWord(term)
+    return result
+
+
+def term_counts(tokens: Iterable[Token]) -> dict[str, list[int]]:
+    """Positions of each term (first 256, as Postgres keeps in a tsvector)."""
+    positions: dict[str, list[int]] = {}
+    for tok in tokens:
+        plist = positions.get(tok.term)
+        if plist is None:
+            positions[tok.term] = [tok.position]
+        elif len(plist) < 256 and plist[-1] != tok.position:
+            plist.append(tok.position)
+    return positions
+
+
+def tsvector_literal(positions: dict[str, list[int]]) -> str:
+    """The text form of a tsvector holding these terms and positions."""
+    return " ".join(
+        f"'{term}':{','.join(map(str, plist))}" for term, plist in positions.items()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class QueryWord:
+    """One searchable unit of a query: a word, or a CJK unigram/bigram."""
+
+    text: str
+    cjk: bool
+    #: Index of the phrase (quoted text or CJK run) this word belongs to, if any.
+    phrase: int | None = None
+
+
+_QUOTED_RE = re.compile(r'"([^"]*)"')
+
+
+def query_words(query: str) -> tuple[list[QueryWord], list[list[str]]]:
+    """Words of a user query and its phrases (quoted text and CJK runs of 3+ chars).
+
+    A CJK run of one character is that character; a longer run is its overlapping
+    bigrams, which must appear consecutively to count as a phrase.
+    """
+    words: list[QueryWord] = []
+    phrases: list[list[str]] = []
+    quoted = [m.group(1) for m in _QUOTED_RE.finditer(query)]
+    unquoted = _QUOTED_RE.sub(" ", query)
+
+    def add(text: str, phrase_wanted: bool) -> None:
+        key = normalize(text)
+        phrase_terms: list[str] = []
+        for match in _WORD_RE.finditer(key):
+            for part in _CJK_SPLIT_RE.findall(match.group()):
+                if _CJK_RE.match(part):
+                    grams = [part] if len(part) == 1 else [
+                        part[i : i + 2] for i in range(len(part) - 1)
+                    ]
+                    if len(grams) > 1:
+                        phrases.append(grams)
+                        idx = len(phrases) - 1
+                        words.extend(QueryWord(g, True, idx) for g in grams)
+                    else:
+                        words.append(QueryWord(grams[0], True))
+                    phrase_terms.extend(grams)
+                else:
+                    term = part[:MAX_TERM_CHARS]
+                    words.append(QueryWord(term, False))
+                    phrase_terms.append(term)
+        if phrase_wanted and len(phrase_terms) > 1:
+            phrases.append(phrase_terms)
+
+    for text in quoted:
+        add(text, True)
+    add(unquoted, False)
+    return words, phrases

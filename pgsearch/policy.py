@@ -1,0 +1,128 @@
+"""Kinds of entries, the tool-error rule, and what text of each kind is indexed.
+
+Pure functions. The index holds user and assistant text, tool *names* (never their
+arguments), tool errors and bookkeeping text; ordinary tool output and system text
+are stored (windows show them) but never indexed. Secret-looking strings are
+scrubbed from indexed text of every kind, so they can neither be found nor appear in
+an excerpt.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pgsearch.settings import IndexPolicy
+
+USER_TEXT = "user_text"
+ASSISTANT_TEXT = "assistant_text"
+TOOL_INPUT = "tool_input"
+TOOL_OUTPUT = "tool_output"
+TOOL_ERROR = "tool_error"
+SYSTEM = "system"
+SUMMARY = "summary"
+GOAL = "goal"
+TOOL_DISABLE = "tool_disable"
+
+MESSAGE_KINDS = (USER_TEXT, ASSISTANT_TEXT, TOOL_INPUT, TOOL_OUTPUT, TOOL_ERROR, SYSTEM)
+BOOKKEEPING_KINDS = (SUMMARY, GOAL, TOOL_DISABLE)
+ALL_KINDS = MESSAGE_KINDS + BOOKKEEPING_KINDS
+#: What a search covers when the request names no kinds.
+DEFAULT_SEARCH_KINDS = (USER_TEXT, ASSISTANT_TEXT, TOOL_INPUT, TOOL_ERROR)
+ROLES = ("user", "assistant", "tool", "system")
+
+_ERROR_PREFIXES = ("error:", "blocked:")
+
+
+def is_tool_error(content: str, *, marked: bool = False) -> bool:
+    """The reference rule: marked by the source, or text starting with ``error:`` or
+    ``blocked:``, or containing ``permission denied`` (all case-insensitive)."""
+    if marked:
+        return True
+    head = content.lstrip()[:16].lower()
+    if head.startswith(_ERROR_PREFIXES):
+        return True
+    return "permission denied" in content.lower()
+
+
+_SECRET_PATTERNS = [
+    # Authorization headers and bearer tokens.
+    re.compile(r"(?i)\b(?:bearer|basic|token)\s+[A-Za-z0-9._~+/=\-]{8,}"),
+    # OpenAI / Anthropic style keys (sk-..., sk-proj-..., sk-ant-...).
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
+    # AWS access key ids and secret assignments.
+    re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
+    re.compile(r"(?i)aws_secret_access_key\s*[=:]\s*\S+"),
+    # GitHub, GitLab, Slack, Google tokens.
+    re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+    re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"),
+    # JSON web tokens.
+    re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    # PEM private key blocks (an unterminated one is scrubbed to the end).
+    re.compile(
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+        re.DOTALL,
+    ),
+    # Passwords in URLs: scheme://user:password@host.
+    re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),
+    # password=..., api_key: ..., secret="..." assignments.
+    re.compile(
+        r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
+        r"\b(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
+    ),
+]
+
+
+def scrub_secrets(text: str) -> str:
+    """`text` with secret-looking strings replaced by ``[redacted]``."""
+    if not text:
+        return text
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub("[redacted]", text)
+    return text
+
+
+def indexable_text(
+    kind: str,
+    content: str,
+    *,
+    tool_names: list[str] | tuple[str, ...] = (),
+    arguments: str = "",
+    policy: IndexPolicy | None = None,
+) -> str:
+    """The text of an entry that reaches the index, secrets scrubbed.
+
+    For a tool call that is the assistant's text plus the tool names (arguments only
+    when the policy says so); for an ordinary tool result and system text, nothing
+    unless the policy says so.
+    """
+    policy = policy or IndexPolicy()
+    if kind == TOOL_INPUT:
+        parts = [content, *tool_names]
+        if policy.tool_arguments and arguments:
+            parts.append(arguments)
+        text = "\n".join(p for p in parts if p)
+    elif kind == TOOL_OUTPUT:
+        text = content if policy.tool_output else ""
+    elif kind == SYSTEM:
+        text = content if policy.system else ""
+    else:
+        text = content
+    return scrub_secrets(text)
+
+
+def role_weight(kind: str, role: str) -> float:
+    """Reference weights: a user's words outrank the same words from the assistant."""
+    if role == "user":
+        return USER_WEIGHT
+    if kind == TOOL_INPUT:
+        return TOOL_CALL_WEIGHT
+    return ASSISTANT_WEIGHT
+
+
+#: The user states intent and facts; the assistant mostly restates them.
+USER_WEIGHT = 1.5
+#: A tool call records what was actually done, so it ranks between the two.
+TOOL_CALL_WEIGHT = 1.3
+ASSISTANT_WEIGHT = 1.0

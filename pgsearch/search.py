@@ -1,0 +1,580 @@
+"""The search engine: query → vocabulary expansion → indexed candidates → BM25 → page.
+
+1. The query is normalised and split like documents (`normalize.query_words`).
+2. Each word is expanded against the workspace vocabulary in one indexed statement:
+   the term itself, terms with the same English stem and, for 3-4 letter words not
+   found as written, terms starting with it. Words of 5+ letters not found as
+   written (or rarer than `TRUSTED_DF`) are also matched to terms one edit away
+   (two from 9 letters) through a trigram GIN on the vocabulary; the edit distance
+   is re-checked with rapidfuzz.
+3. Candidate messages come from the tsvector GIN index with every filter in the same
+   statement: first the AND of all word groups, then, if that left room, an OR over
+   the groups that are not stop-like. Each statement is capped; when a group is
+   common enough that the cap could bind, the newest matches are taken.
+4. Session titles and summaries are matched the same way through their own index.
+5. Candidates are scored in Python (`ranking`), floored, collapsed per session and
+   paged with a signed keyset cursor; excerpts come from the indexed text only.
+
+Every statement runs with sequential scans disabled locally (see `Connector`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from rapidfuzz.distance import Levenshtein
+
+from pgsearch import policy, ranking
+from pgsearch.db import queries as q
+from pgsearch.db.store import Cursor, Store
+from pgsearch.errors import InvalidQuery, ScopeError
+from pgsearch.excerpt import clip, make_excerpt, utf8_len
+from pgsearch.normalize import QueryWord, query_words, stem
+from pgsearch.settings import Settings
+from pgsearch.types import (
+    DEFAULT_EXCERPT_BYTES,
+    MAX_EXCERPT_BYTES,
+    MAX_LIMIT,
+    MAX_RESULT_BYTES,
+    SessionMatch,
+    SessionQueryRequest,
+    SessionQueryResult,
+)
+
+log = logging.getLogger(__name__)
+
+#: A query word found in at least this many documents is taken as spelled right.
+TRUSTED_DF = 3
+#: Trigram neighbours fetched per word before the edit-distance check.
+FUZZY_FETCH = 32
+PREFIX_FETCH = 16
+MIN_EXCERPT_BYTES = 40
+MAX_TITLE_BYTES = 300
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scope:
+    """Where a provider may look: fixed by the host, never by a request."""
+
+    workspace: str
+    session_id: str | None = None
+
+
+@dataclass(slots=True)
+class _Candidate:
+    session_id: str
+    seq: int
+    kind: str
+    role: str
+    created_at: datetime
+    length: int
+    tfs: dict[str, int]
+    phrase_hit: bool
+
+
+@dataclass(slots=True)
+class _Plan:
+    words: list[QueryWord]
+    groups: list[list[ranking.Expansion]] = field(default_factory=list)
+    phrases: list[list[str]] = field(default_factory=list)
+
+    @property
+    def terms(self) -> list[str]:
+        return sorted({e.term for g in self.groups for e in g})
+
+
+def _quote(term: str) -> str:
+    return "'" + term.replace("'", "''").replace("\\", "\\\\") + "'"
+
+
+def tsquery_and(groups: Sequence[Sequence[ranking.Expansion]]) -> str:
+    return " & ".join("(" + " | ".join(_quote(e.term) for e in g) + ")" for g in groups)
+
+
+def tsquery_or(groups: Sequence[Sequence[ranking.Expansion]]) -> str:
+    return " | ".join(_quote(e.term) for g in groups for e in g)
+
+
+def tsquery_phrases(phrases: Sequence[Sequence[str]]) -> str | None:
+    parts = ["(" + " <-> ".join(_quote(t) for t in p) + ")" for p in phrases if len(p) > 1]
+    return " | ".join(parts) or None
+
+
+class CursorCodec:
+    """Opaque, signed page cursors bound to the request that made them."""
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+
+    def encode(self, fingerprint: str, position: list[Any]) -> str:
+        payload = json.dumps({"f": fingerprint, "p": position}, separators=(",", ":")).encode()
+        sig = hmac.new(self.key, payload, hashlib.sha256).digest()[:16]
+        return (
+            base64.urlsafe_b64encode(payload).decode().rstrip("=")
+            + "."
+            + base64.urlsafe_b64encode(sig).decode().rstrip("=")
+        )
+
+    def decode(self, cursor: str, fingerprint: str) -> list[Any]:
+        try:
+            body, _, sig = cursor.partition(".")
+            payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+            given = base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4))
+        except (ValueError, TypeError):
+            raise InvalidQuery("cursor is malformed") from None
+        expected = hmac.new(self.key, payload, hashlib.sha256).digest()[:16]
+        if not hmac.compare_digest(given, expected):
+            raise InvalidQuery("cursor is invalid or was altered")
+        data = json.loads(payload)
+        if data.get("f") != fingerprint:
+            raise InvalidQuery("cursor belongs to a different query or scope")
+        position = data.get("p")
+        if not isinstance(position, list):
+            raise InvalidQuery("cursor is malformed")
+        return position
+
+
+def _fingerprint(scope: Scope, req: SessionQueryRequest, kinds: Sequence[str]) -> str:
+    parts = [
+        scope.workspace,
+        scope.session_id or req.session_id or "",
+        req.query,
+        ",".join(kinds),
+        ",".join(sorted(req.roles)),
+        req.tool_name or "",
+        req.since.isoformat() if req.since else "",
+        req.until.isoformat() if req.until else "",
+        str(req.per_session),
+    ]
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _aware(value: datetime | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidQuery(f"{name} must be a datetime")
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+class SearchEngine:
+    """Runs `SessionQueryRequest`s for a `Scope` through a `Store`."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    # --- validation ---------------------------------------------------------------
+
+    def _validate(self, scope: Scope, req: SessionQueryRequest) -> q.Filters:
+        if not isinstance(req, SessionQueryRequest):
+            raise InvalidQuery("request must be a SessionQueryRequest")
+        if req.workspace_id is not None and req.workspace_id != scope.workspace:
+            raise ScopeError(
+                f"this provider is bound to workspace {scope.workspace!r}; "
+                f"a request cannot search workspace {req.workspace_id!r}"
+            )
+        session = scope.session_id
+        if req.session_id is not None:
+            if scope.session_id is not None and req.session_id != scope.session_id:
+                raise ScopeError(
+                    f"this provider is bound to session {scope.session_id!r}; "
+                    f"a request cannot search session {req.session_id!r}"
+                )
+            session = req.session_id
+        if not isinstance(req.query, str):
+            raise InvalidQuery("query must be a string")
+        if len(req.query) > self.settings.max_query_chars:
+            raise InvalidQuery(
+                f"query is {len(req.query):,} characters; the limit is "
+                f"{self.settings.max_query_chars:,}"
+            )
+        if isinstance(req.limit, bool) or not isinstance(req.limit, int) or req.limit < 1:
+            raise InvalidQuery("limit must be a positive integer")
+        if not isinstance(req.excerpt_bytes, int) or req.excerpt_bytes < 1:
+            raise InvalidQuery("excerpt_bytes must be a positive integer")
+        kinds = tuple(dict.fromkeys(req.kinds)) or policy.DEFAULT_SEARCH_KINDS
+        bad = [k for k in kinds if k not in policy.ALL_KINDS]
+        if bad:
+            raise InvalidQuery(
+                f"unknown kind {bad[0]!r}; known kinds: {', '.join(policy.ALL_KINDS)}"
+            )
+        bad = [r for r in req.roles if r not in policy.ROLES]
+        if bad:
+            raise InvalidQuery(f"unknown role {bad[0]!r}; roles: {', '.join(policy.ROLES)}")
+        since = _aware(req.since, "since")
+        until = _aware(req.until, "until")
+        if since and until and since >= until:
+            raise InvalidQuery("since must be earlier than until")
+        for name, value in (("tool_name", req.tool_name), ("session_id", session)):
+            if value is not None and (not isinstance(value, str) or not value or len(value) > 256):
+                raise InvalidQuery(f"{name} must be 1 to 256 characters")
+        return q.Filters(
+            workspace=scope.workspace,
+            kinds=kinds,
+            session_id=session,
+            roles=tuple(dict.fromkeys(req.roles)),
+            tool_name=req.tool_name,
+            since=since,
+            until=until,
+        )
+
+    # --- entry point --------------------------------------------------------------
+
+    def search(
+        self, scope: Scope, req: SessionQueryRequest, *, explain: bool = False
+    ) -> SessionQueryResult:
+        filters = self._validate(scope, req)
+        limit = min(req.limit, MAX_LIMIT)
+        excerpt_bytes = min(req.excerpt_bytes or DEFAULT_EXCERPT_BYTES, MAX_EXCERPT_BYTES)
+        words, phrases = query_words(req.query)
+        distinct = list(dict.fromkeys(w.text for w in words))
+        if len(distinct) > self.settings.max_query_terms:
+            raise InvalidQuery(
+                f"query has {len(distinct)} distinct words; the limit is "
+                f"{self.settings.max_query_terms}"
+            )
+        plans: list[str] | None = [] if explain else None
+        with self.store.transaction(
+            scope.workspace,
+            search=True,
+            timeout_ms=self.settings.statement_timeout_ms,
+            context="searching",
+        ) as cur:
+            codec = CursorCodec(self.store.cursor_key(cur))
+            fingerprint = _fingerprint(scope, req, filters.kinds)
+            after = codec.decode(req.cursor, fingerprint) if req.cursor else None
+            if not req.query.strip():
+                result = self._browse(cur, filters, req, limit, excerpt_bytes, codec, fingerprint, after, plans)
+            elif not words:
+                searched = self._searched(cur, filters, plans)
+                result = SessionQueryResult(
+                    matches=(), searched=searched, notice="the query has no searchable words"
+                )
+            else:
+                result = self._search(
+                    cur, filters, req, words, phrases, limit, excerpt_bytes, codec,
+                    fingerprint, after, plans,
+                )
+        if plans is not None:
+            return SessionQueryResult(
+                matches=result.matches,
+                searched=result.searched,
+                next_cursor=result.next_cursor,
+                candidates_capped=result.candidates_capped,
+                notice=result.notice,
+                explain=tuple(plans),
+            )
+        return result
+
+    # --- pieces -------------------------------------------------------------------
+
+    def _searched(self, cur: Cursor, f: q.Filters, plans: list[str] | None) -> int:
+        if f.only_kinds:
+            rows = self.store.run(cur, q.SEARCH_STATS, {"ws": f.workspace, "kinds": list(f.kinds)}, explain=plans)
+            return int(rows[0][2])
+        sql, params = q.count_sql(f)
+        return int(self.store.run(cur, sql, params, explain=plans)[0][0])
+
+    def _expand(self, cur: Cursor, ws: str, words: list[QueryWord], plans: list[str] | None) -> list[list[ranking.Expansion]]:
+        texts = list(dict.fromkeys(w.text for w in words))
+        cjk = {w.text for w in words if w.cjk}
+        stems = [t if t in cjk else stem(t) for t in texts]
+        prefix = [t not in cjk and 3 <= len(t) <= 4 and not t.isdigit() for t in texts]
+        rows = self.store.run(
+            cur,
+            q.EXPAND_EXACT,
+            {"ws": ws, "words": texts, "stems": stems, "prefix": prefix, "prefix_limit": PREFIX_FETCH},
+            explain=plans,
+        )
+        groups: list[dict[str, ranking.Expansion]] = [{} for _ in texts]
+        exact_df = [0] * len(texts)
+        prefix_rows: list[tuple[int, ranking.Expansion]] = []
+        for i, term, df, sf, how in rows:
+            idx = int(i) - 1
+            if how == "exact":
+                exact_df[idx] = int(df) + int(sf)
+                groups[idx][term] = ranking.Expansion(idx, term, ranking.EXACT, int(df), int(sf))
+            elif how == "stem":
+                groups[idx].setdefault(term, ranking.Expansion(idx, term, ranking.STEM, int(df), int(sf)))
+            else:
+                prefix_rows.append((idx, ranking.Expansion(idx, term, ranking.PREFIX, int(df), int(sf))))
+        for idx, exp in prefix_rows:
+            if exact_df[idx] < TRUSTED_DF:
+                groups[idx].setdefault(exp.term, exp)
+        fuzzy_idx = [
+            i for i, t in enumerate(texts)
+            if t not in cjk and len(t) >= 5 and not t.isdigit() and exact_df[i] < TRUSTED_DF
+        ]
+        if fuzzy_idx:
+            self.store.run(
+                cur, q.SET_TRGM_THRESHOLD, {"t": str(self.settings.trigram_threshold)}
+            )
+            rows = self.store.run(
+                cur,
+                q.EXPAND_FUZZY,
+                {"ws": ws, "words": [texts[i] for i in fuzzy_idx], "fuzzy_limit": FUZZY_FETCH},
+                explain=plans,
+            )
+            found: dict[int, list[tuple[int, int, str, int]]] = {}
+            for i, term, df, sf in rows:
+                idx = fuzzy_idx[int(i) - 1]
+                word = texts[idx]
+                allowed = 1 if len(word) <= 8 else 2
+                dist = Levenshtein.distance(word, term, score_cutoff=allowed)
+                if dist <= allowed:
+                    found.setdefault(idx, []).append((dist, -(int(df) + int(sf)), term, int(sf)))
+            for idx, options in found.items():
+                options.sort()
+                for dist, neg_df, term, sf in options[: self.settings.max_expansions]:
+                    weight = ranking.FUZZY_1 if dist <= 1 else ranking.FUZZY_2
+                    groups[idx].setdefault(
+                        term, ranking.Expansion(idx, term, weight, -neg_df - sf, sf)
+                    )
+        return [list(g.values()) for g in groups if g]
+
+    def _search(
+        self,
+        cur: Cursor,
+        f: q.Filters,
+        req: SessionQueryRequest,
+        words: list[QueryWord],
+        phrases: list[list[str]],
+        limit: int,
+        excerpt_bytes: int,
+        codec: CursorCodec,
+        fingerprint: str,
+        after: list[Any] | None,
+        plans: list[str] | None,
+    ) -> SessionQueryResult:
+        stats = self.store.run(cur, q.SEARCH_STATS, {"ws": f.workspace, "kinds": list(f.kinds)}, explain=plans)
+        n_indexed, total_len, kind_total = (int(v) for v in stats[0])
+        searched = kind_total if f.only_kinds else self._searched(cur, f, plans)
+        groups = self._expand(cur, f.workspace, words, plans)
+        if not groups:
+            return SessionQueryResult(matches=(), searched=searched)
+        corpus = ranking.Corpus(n_indexed, total_len)
+        terms = sorted({e.term for g in groups for e in g})
+        phrase_q = tsquery_phrases(phrases)
+        cap = self.settings.candidate_cap
+        stop_df = max(self.settings.stop_df_ratio * n_indexed, 1.0)
+
+        def group_df(g: list[ranking.Expansion]) -> int:
+            return sum(e.df for e in g)
+
+        candidates: dict[tuple[str, int], _Candidate] = {}
+        capped = False
+
+        def fetch(tsq: str, newest_first: bool, room: int) -> None:
+            nonlocal capped
+            sql, params = q.candidates_sql(f, newest_first=newest_first)
+            params.update({"terms": terms, "phrase": phrase_q, "tsq": tsq, "cap": room})
+            rows = self.store.run(cur, sql, params, explain=plans)
+            if len(rows) >= room:
+                capped = True
+            for sid, seq, kind, role, created, length, tfs, phrase_hit in rows:
+                key = (sid, seq)
+                if key in candidates:
+                    continue
+                counts: dict[str, int] = {}
+                for item in tfs or ():
+                    term, _, num = item.rpartition(" ")
+                    counts[term] = int(num)
+                candidates[key] = _Candidate(sid, seq, kind, role, created, length, counts, bool(phrase_hit))
+
+        rarest = min(group_df(g) for g in groups)
+        fetch(tsquery_and(groups), rarest > cap, cap)
+        selective = [g for g in groups if max(e.df for e in g) < stop_df]
+        if len(groups) > 1 and selective and len(candidates) < cap:
+            room = cap - len(candidates) + min(len(candidates), cap)
+            fetch(tsquery_or(selective), sum(group_df(g) for g in selective) > room, room)
+
+        field_hits = self._session_fields(cur, f, groups, terms, plans)
+
+        scored: list[ranking.Ranked] = []
+        for c in candidates.values():
+            base, matched = ranking.score_document(c.tfs, c.length, groups, corpus)
+            if base <= 0:
+                continue
+            score = base * policy.role_weight(c.kind, c.role)
+            if c.phrase_hit:
+                score *= ranking.PHRASE_BOOST
+            boost = field_hits.get(c.session_id)
+            if boost is not None:
+                score *= boost[0]
+                matched = matched | boost[2]
+            scored.append(ranking.Ranked(c.session_id, c.seq, c.kind, score, c.created_at, frozenset(matched)))
+        with_messages = {c.session_id for c in candidates.values()}
+        orphans = [sid for sid in field_hits if sid not in with_messages]
+        first_entries: dict[str, tuple[Any, ...]] = {}
+        if orphans:
+            for row in self.store.run(cur, q.SESSION_FIRST_ENTRY, {"ws": f.workspace, "sids": orphans}, explain=plans):
+                first_entries[row[0]] = row
+        for sid in orphans:
+            row = first_entries.get(sid)
+            if row is None:
+                continue
+            boost, field_score, matched, kind = field_hits[sid]
+            scored.append(ranking.Ranked(sid, int(row[1]), kind, boost * field_score, row[7], frozenset(matched)))
+
+        ranked = ranking.rank(scored, per_session=req.per_session, floor=self.settings.relative_floor)
+        position = None
+        if after is not None:
+            try:
+                position = (float(after[0]), float(after[1]), str(after[2]), int(after[3]))
+            except (IndexError, TypeError, ValueError):
+                raise InvalidQuery("cursor is malformed") from None
+        page, more = ranking.page_after(ranked, position, limit)
+        next_cursor = codec.encode(fingerprint, list(page[-1].order_key)) if more and page else None
+        matches = self._materialise(cur, f.workspace, page, excerpt_bytes, plans)
+        return SessionQueryResult(
+            matches=tuple(matches), searched=searched, next_cursor=next_cursor,
+            candidates_capped=capped,
+        )
+
+    def _session_fields(
+        self,
+        cur: Cursor,
+        f: q.Filters,
+        groups: list[list[ranking.Expansion]],
+        terms: list[str],
+        plans: list[str] | None,
+    ) -> dict[str, tuple[float, float, set[str], str]]:
+        """Sessions whose title/summary matches: boost, field score, terms, kind."""
+        if f.roles or f.tool_name or f.since or f.until:
+            return {}
+        params = {"ws": f.workspace, "terms": terms, "tsq": tsquery_or(groups), "cap": self.settings.candidate_cap}
+        sql = q.SESSION_FIELD_MATCHES
+        if f.session_id is not None:
+            sql = q.SESSION_FIELD_MATCHES_ONE
+            params["session_id"] = f.session_id
+        rows = self.store.run(cur, sql, params, explain=plans)
+        if not rows:
+            return {}
+        stat = self.store.run(cur, q.SESSION_FIELD_STATS, {"ws": f.workspace}, explain=plans)[0]
+        corpus = ranking.Corpus(int(stat[0]), int(stat[1]))
+        out: dict[str, tuple[float, float, set[str], str]] = {}
+        for sid, field_len, tfs in rows:
+            counts: dict[str, int] = {}
+            weights: set[str] = set()
+            for item in tfs or ():
+                term, num, w = item.split(" ")
+                counts[term] = int(num)
+                weights.update(w)
+            score, matched = ranking.score_document(counts, int(field_len), groups, corpus, use_sf=True)
+            if score <= 0:
+                continue
+            in_summary = "B" in weights
+            boost = ranking.SUMMARY_BOOST if in_summary else ranking.TITLE_BOOST
+            out[sid] = (boost, score, matched, "summary" if in_summary and "A" not in weights else "title")
+        return out
+
+    def _materialise(
+        self,
+        cur: Cursor,
+        ws: str,
+        page: list[ranking.Ranked],
+        excerpt_bytes: int,
+        plans: list[str] | None,
+    ) -> list[SessionMatch]:
+        if not page:
+            return []
+        rows = self.store.run(
+            cur, q.FETCH_MESSAGES,
+            {"ws": ws, "sids": [h.session_id for h in page], "seqs": [h.seq for h in page]},
+            explain=plans,
+        )
+        by_key = {(r[0], r[1]): r for r in rows}
+        sessions = {
+            r[0]: r for r in self.store.run(
+                cur, q.FETCH_SESSIONS, {"ws": ws, "sids": sorted({h.session_id for h in page})},
+                explain=plans,
+            )
+        }
+        # The whole result stays under MAX_RESULT_BYTES whatever the page size asks.
+        per_hit = (MAX_RESULT_BYTES - 200 * len(page)) // len(page) - MAX_TITLE_BYTES
+        budget = max(min(excerpt_bytes, per_hit), MIN_EXCERPT_BYTES)
+        matches: list[SessionMatch] = []
+        for hit in page:
+            row = by_key.get((hit.session_id, hit.seq))
+            if row is None:
+                continue
+            sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments = row
+            session = sessions.get(sid)
+            title = session[1] if session else None
+            if hit.kind in ("title", "summary") and session is not None:
+                text = (session[2] if hit.kind == "summary" else session[1]) or ""
+                excerpt = make_excerpt(policy.scrub_secrets(text), hit.matched, budget)
+                kind = hit.kind
+            else:
+                text = policy.indexable_text(
+                    kind, content, tool_names=[n for n in (tool_name or "").split(", ") if n],
+                    arguments=arguments, policy=self.settings.index_policy,
+                )
+                excerpt = make_excerpt(text, hit.matched, budget)
+            matches.append(
+                SessionMatch(
+                    workspace_id=ws,
+                    session_id=sid,
+                    entry_id=entry_id or f"{sid}:{seq}",
+                    seq=seq,
+                    kind=kind,
+                    turn=turn,
+                    role=role,
+                    tool_name=tool_name,
+                    excerpt=excerpt,
+                    created_at=created_at,
+                    score=hit.score,
+                    title=clip(policy.scrub_secrets(title), MAX_TITLE_BYTES) if title else None,
+                )
+            )
+        return matches
+
+    def _browse(
+        self,
+        cur: Cursor,
+        f: q.Filters,
+        req: SessionQueryRequest,
+        limit: int,
+        excerpt_bytes: int,
+        codec: CursorCodec,
+        fingerprint: str,
+        after: list[Any] | None,
+        plans: list[str] | None,
+    ) -> SessionQueryResult:
+        searched = self._searched(cur, f, plans)
+        sql, params = q.browse_sql(f, per_session=req.per_session, after=after is not None)
+        params["limit"] = limit + 1
+        if after is not None:
+            try:
+                params.update(
+                    c_time=datetime.fromisoformat(str(after[0])), c_sid=str(after[1]), c_seq=int(after[2])
+                )
+            except (IndexError, TypeError, ValueError):
+                raise InvalidQuery("cursor is malformed") from None
+        rows = self.store.run(cur, sql, params, explain=plans)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        page = [
+            ranking.Ranked(sid, seq, kind, 0.0, created, frozenset())
+            for sid, seq, kind, _role, created in rows
+        ]
+        matches = self._materialise(cur, f.workspace, page, excerpt_bytes, plans)
+        next_cursor = None
+        if more and rows:
+            last = rows[-1]
+            next_cursor = codec.encode(fingerprint, [last[4].isoformat(), last[0], last[1]])
+        return SessionQueryResult(matches=tuple(matches), searched=searched, next_cursor=next_cursor)
+
+
+def text_size(result: SessionQueryResult) -> int:
+    """UTF-8 bytes of text a result carries (excerpts and titles)."""
+    return sum(utf8_len(m.excerpt) + utf8_len(m.title or "") for m in result.matches)

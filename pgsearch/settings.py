@@ -1,0 +1,118 @@
+"""Runtime settings: one frozen object, read from the environment once.
+
+Connection parameters follow libpq: ``--dsn`` beats ``PGSEARCH_DSN``, which beats an
+empty DSN (libpq then reads ``PGHOST``, ``PGPORT``, ``PGUSER``, ``PGDATABASE``, ...).
+Search limits are named here so that benchmarks and operators tune one place.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from pgsearch.errors import ConfigError
+
+#: Kinds whose text can be indexed beyond the defaults; see `IndexPolicy`.
+OPTIONAL_INDEX_KINDS = ("tool_arguments", "tool_output", "system")
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexPolicy:
+    """What text of each kind reaches the search index.
+
+    By default tool-call arguments (only the tool name is indexed), ordinary tool
+    results and system text are stored and shown in windows but never indexed, so
+    credentials that pass through tools are not findable. Secret-looking strings are
+    scrubbed from indexed text of every kind whatever this policy says.
+    """
+
+    tool_arguments: bool = False
+    tool_output: bool = False
+    system: bool = False
+
+    @classmethod
+    def parse(cls, value: str) -> IndexPolicy:
+        names = {part.strip() for part in value.split(",") if part.strip()}
+        unknown = names - set(OPTIONAL_INDEX_KINDS)
+        if unknown:
+            raise ConfigError(
+                f"PGSEARCH_INDEX: unknown entries {sorted(unknown)}; "
+                f"allowed: {', '.join(OPTIONAL_INDEX_KINDS)}"
+            )
+        return cls(**{name: True for name in names})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything tunable about pgsearch, with defaults chosen from `bench/` runs."""
+
+    dsn: str = ""
+    #: Upper bound on candidate messages re-ranked in Python per search statement.
+    #: Re-ranking costs about 10-15 microseconds per candidate; 1,000 keeps the worst
+    #: case near 15 ms while recall on typo and accent queries stays above 0.9.
+    candidate_cap: int = 1000
+    #: A vocabulary term whose document frequency reaches this share of the workspace
+    #: is "stop-like": it never drives an OR top-up on its own.
+    stop_df_ratio: float = 0.05
+    #: Hits below this share of the top score are dropped.
+    relative_floor: float = 0.15
+    #: Most fuzzy expansions kept per query word.
+    max_expansions: int = 8
+    #: pg_trgm similarity a vocabulary term needs before edit distance is checked.
+    trigram_threshold: float = 0.3
+    #: Longest query accepted, in characters, and most distinct words used.
+    max_query_chars: int = 2000
+    max_query_terms: int = 32
+    #: Per-search statement timeout in milliseconds (0 disables it).
+    statement_timeout_ms: int = 5000
+    #: Indexed text per message is capped; the full content is always stored.
+    max_indexed_chars: int = 200_000
+    index_policy: IndexPolicy = field(default_factory=IndexPolicy)
+    #: Turn on Row Level Security binding (`app.workspace_id`) for every transaction.
+    row_level_security: bool = False
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        """Read ``PGSEARCH_*`` variables; keyword overrides (e.g. from the CLI) win."""
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        if "PGSEARCH_DSN" in env:
+            values["dsn"] = env["PGSEARCH_DSN"]
+        ints = {
+            "candidate_cap": "PGSEARCH_CANDIDATE_CAP",
+            "max_query_chars": "PGSEARCH_MAX_QUERY_CHARS",
+            "max_query_terms": "PGSEARCH_MAX_QUERY_TERMS",
+            "statement_timeout_ms": "PGSEARCH_STATEMENT_TIMEOUT_MS",
+            "max_indexed_chars": "PGSEARCH_MAX_INDEXED_CHARS",
+        }
+        for name, var in ints.items():
+            if var in env:
+                try:
+                    values[name] = int(env[var])
+                except ValueError:
+                    raise ConfigError(f"{var} must be an integer, got {env[var]!r}") from None
+        if "PGSEARCH_INDEX" in env:
+            values["index_policy"] = IndexPolicy.parse(env["PGSEARCH_INDEX"])
+        if "PGSEARCH_RLS" in env:
+            values["row_level_security"] = env["PGSEARCH_RLS"].lower() in {"1", "true", "yes", "on"}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**values)  # type: ignore[arg-type]
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        if self.candidate_cap < 10:
+            raise ConfigError("candidate_cap must be at least 10")
+        if not 0 <= self.relative_floor < 1:
+            raise ConfigError("relative_floor must be in [0, 1)")
+        if self.max_query_chars < 1 or self.max_query_terms < 1:
+            raise ConfigError("query limits must be positive")
+        if self.statement_timeout_ms < 0:
+            raise ConfigError("statement_timeout_ms must not be negative")
+
+    def with_(self, **changes: object) -> Settings:
+        """A copy with some fields changed (validated)."""
+        settings = replace(self, **changes)  # type: ignore[arg-type]
+        settings.validate()
+        return settings

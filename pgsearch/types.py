@@ -1,0 +1,133 @@
+"""The provider seam: `SessionQuery` and its request, match and result types."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+#: Results per page when the request does not say, and the most any request gets.
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+#: Excerpt size in UTF-8 bytes: default and hard cap.
+DEFAULT_EXCERPT_BYTES = 600
+MAX_EXCERPT_BYTES = 2000
+#: Around a message: default messages each side, and the most in one window.
+DEFAULT_CONTEXT = 3
+MAX_WINDOW = 16
+#: One result never carries more text than this (bytes, excerpts and titles).
+MAX_RESULT_BYTES = 30_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionQueryRequest:
+    """What to search. Empty `query` browses the newest entries in scope."""
+
+    query: str = ""
+    kinds: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+    tool_name: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int = DEFAULT_LIMIT
+    excerpt_bytes: int = DEFAULT_EXCERPT_BYTES
+    per_session: bool = True
+    cursor: str | None = None
+    #: Narrow to one session (a session-pinned provider already is).
+    session_id: str | None = None
+    #: Must equal the provider's workspace when given; never widens scope.
+    workspace_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionMatch:
+    """One hit: where it is, what it is, and an excerpt with matched terms marked."""
+
+    workspace_id: str
+    session_id: str
+    entry_id: str
+    seq: int
+    kind: str
+    turn: int
+    role: str
+    tool_name: str | None
+    excerpt: str
+    created_at: datetime
+    score: float
+    title: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["created_at"] = self.created_at.isoformat()
+        data["score"] = round(self.score, 6)
+        return data
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionQueryResult:
+    matches: tuple[SessionMatch, ...]
+    #: Entries in scope (after filters): "no match in a big log" vs "nearly empty log".
+    searched: int
+    next_cursor: str | None = None
+    #: True when more messages matched than the candidate cap allowed to re-rank.
+    candidates_capped: bool = False
+    #: Why the result is empty when that is not obvious (e.g. no searchable words).
+    notice: str | None = None
+    #: Diagnostics: the statements run and their plans (``explain=True`` only).
+    explain: tuple[str, ...] = field(default=(), compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "matches": [m.to_json() for m in self.matches],
+            "searched": self.searched,
+            "next_cursor": self.next_cursor,
+            "candidates_capped": self.candidates_capped,
+            "notice": self.notice,
+        }
+
+
+@runtime_checkable
+class SessionQuery(Protocol):
+    """What an agent runtime calls to search session history."""
+
+    def search(self, request: SessionQueryRequest) -> SessionQueryResult: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowMessage:
+    """A stored message as shown in a window (raw content)."""
+
+    session_id: str
+    seq: int
+    entry_id: str
+    kind: str
+    role: str
+    turn: int
+    tool_name: str | None
+    created_at: datetime
+    content: str
+    anchor: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["created_at"] = self.created_at.isoformat()
+        return data
+
+
+@dataclass(frozen=True, kw_only=True)
+class Window:
+    workspace_id: str
+    session_id: str
+    anchor_seq: int
+    messages: tuple[WindowMessage, ...]
+    #: Seq to pass as `--seq` for the next page of a session listing, if any.
+    next_seq: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "workspace_id": self.workspace_id,
+            "session_id": self.session_id,
+            "anchor_seq": self.anchor_seq,
+            "messages": [m.to_json() for m in self.messages],
+            "next_seq": self.next_seq,
+        }
