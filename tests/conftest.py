@@ -1,0 +1,156 @@
+"""Test harness on a real PostgreSQL.
+
+The server comes from ``PGSEARCH_TEST_DSN``, else the local server
+(``postgresql://127.0.0.1:5432/postgres``), else a testcontainers PostgreSQL when a
+Docker engine answers; otherwise the run fails saying how to provide one.
+Each run creates uniquely named databases (a migrated template, cloned per test
+where a test writes) and drops exactly those; no other database is touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from pgsearch import PgSearch
+from pgsearch.db.connector import migrate
+
+LOCAL_DSN = "postgresql://127.0.0.1:5432/postgres"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "sessions"
+RUN_ID = uuid.uuid4().hex[:8]
+
+
+def _reachable(dsn: str) -> bool:
+    try:
+        with psycopg.connect(dsn, connect_timeout=3):
+            return True
+    except psycopg.Error:
+        return False
+
+
+def _candidate_dsns() -> list[str]:
+    if os.environ.get("PGSEARCH_TEST_DSN"):
+        return [os.environ["PGSEARCH_TEST_DSN"]]
+    users = [os.environ.get("PGUSER")] if os.environ.get("PGUSER") else []
+    return [LOCAL_DSN] + [make_conninfo(LOCAL_DSN, user=u) for u in [*users, "postgres", "root"]]
+
+
+@pytest.fixture(scope="session")
+def server_dsn() -> Iterator[str]:
+    """An admin DSN for a server the tests may create databases on."""
+    for dsn in _candidate_dsns():
+        if _reachable(dsn):
+            yield dsn
+            return
+    if os.environ.get("PGSEARCH_TEST_DSN"):
+        pytest.fail(f"PGSEARCH_TEST_DSN is set but the server does not answer: {os.environ['PGSEARCH_TEST_DSN']}")
+    container = None
+    with contextlib.suppress(Exception):
+        from testcontainers.postgres import PostgresContainer  # type: ignore[import-not-found]
+
+        container = PostgresContainer("postgres:16", driver=None)
+        container.start()
+    if container is None:
+        pytest.fail(
+            "no PostgreSQL for the tests: set PGSEARCH_TEST_DSN=postgresql://user@host/db, "
+            "run one locally on 127.0.0.1:5432, or install the testcontainers extra with "
+            "a Docker engine running (docker compose -f docker/compose.yml up -d)"
+        )
+    try:
+        yield container.get_connection_url()
+    finally:
+        container.stop()
+
+
+def dsn_for(server_dsn: str, dbname: str) -> str:
+    params = conninfo_to_dict(server_dsn)
+    params["dbname"] = dbname
+    return make_conninfo(**params)  # type: ignore[arg-type]
+
+
+class Databases:
+    """Creates and drops the databases of this test run (and only those)."""
+
+    def __init__(self, server_dsn: str) -> None:
+        self.server_dsn = server_dsn
+        self.created: list[str] = []
+        with psycopg.connect(server_dsn, autocommit=True) as conn:
+            ctype = conn.execute(
+                "SELECT datctype FROM pg_database WHERE datname = current_database()"
+            ).fetchone()
+        utf8 = ctype is not None and "utf" in ctype[0].lower()
+        self.locale = None if utf8 else "C.UTF-8"
+
+    def create(self, *, template: str | None = None, prefix: str = "t") -> str:
+        name = f"pgsearch_test_{RUN_ID}_{prefix}_{uuid.uuid4().hex[:8]}"
+        query = sql.SQL("CREATE DATABASE {} ENCODING 'UTF8' TEMPLATE {}").format(
+            sql.Identifier(name), sql.Identifier(template or "template0")
+        )
+        if self.locale and template is None:
+            query = query + sql.SQL(" LC_COLLATE {} LC_CTYPE {}").format(
+                sql.Literal(self.locale), sql.Literal(self.locale)
+            )
+        with psycopg.connect(self.server_dsn, autocommit=True) as conn:
+            conn.execute(query)
+        self.created.append(name)
+        return name
+
+    def drop(self, name: str) -> None:
+        assert name in self.created, "tests only drop databases they created"
+        with psycopg.connect(self.server_dsn, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            )
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+        self.created.remove(name)
+
+    def dsn(self, name: str) -> str:
+        return dsn_for(self.server_dsn, name)
+
+
+@pytest.fixture(scope="session")
+def databases(server_dsn: str) -> Iterator[Databases]:
+    dbs = Databases(server_dsn)
+    yield dbs
+    for name in list(reversed(dbs.created)):
+        dbs.drop(name)
+
+
+@pytest.fixture(scope="session")
+def template_db(databases: Databases) -> str:
+    """A database migrated to head once per run; tests clone it."""
+    name = databases.create(prefix="tpl")
+    migrate(databases.dsn(name))
+    return name
+
+
+@pytest.fixture
+def empty_dsn(databases: Databases) -> Iterator[str]:
+    """A fresh database with no schema at all."""
+    name = databases.create(prefix="empty")
+    yield databases.dsn(name)
+    databases.drop(name)
+
+
+@pytest.fixture
+def dsn(databases: Databases, template_db: str) -> Iterator[str]:
+    """A fresh migrated database for one test."""
+    name = databases.create(template=template_db)
+    yield databases.dsn(name)
+    databases.drop(name)
+
+
+@pytest.fixture
+def pg(dsn: str) -> Iterator[PgSearch]:
+    with PgSearch.connect(dsn) as pg:
+        yield pg
