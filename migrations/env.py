@@ -28,9 +28,7 @@ def run_migrations_online() -> None:
     dsn = context.get_x_argument(as_dictionary=True).get("dsn")
     engine = make_engine(dsn)
     with engine.connect() as conn:
-        context.configure(
-            connection=conn, target_metadata=metadata, transaction_per_migration=True
-        )
+        context.configure(connection=conn, target_metadata=metadata, transaction_per_migration=True)
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()

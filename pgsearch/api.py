@@ -1,9 +1,9 @@
 """The facade: `PgSearch` ties settings, store, ingest and search together.
 
-    pg = PgSearch.connect("postgresql://localhost/agents")
-    pg.ingest_file("sessions/abc.jsonl", workspace="acme")
-    provider = pg.provider(workspace="acme")          # scope pinned here
-    result = provider.search(SessionQueryRequest(query="cron refactor"))
+pg = PgSearch.connect("postgresql://localhost/agents")
+pg.ingest_file("sessions/abc.jsonl", workspace="acme")
+provider = pg.provider(workspace="acme")          # scope pinned here
+result = provider.search(SessionQueryRequest(query="cron refactor"))
 """
 
 from __future__ import annotations
@@ -141,7 +141,9 @@ class PgSearch:
     def search(
         self, request: SessionQueryRequest, *, workspace: str, explain: bool = False
     ) -> SessionQueryResult:
-        return self._engine.search(Scope(workspace=check_workspace(workspace)), request, explain=explain)
+        return self._engine.search(
+            Scope(workspace=check_workspace(workspace)), request, explain=explain
+        )
 
     def around(
         self,
@@ -160,13 +162,21 @@ class PgSearch:
         nb, na = window_bounds(before, after, MAX_WINDOW)
         with self._store.transaction(workspace, search=True, context="reading a window") as cur:
             after_rows = self._store.run(
-                cur, q.WINDOW_AFTER, {"ws": workspace, "session_id": session_id, "seq": seq, "n": na + 1}
+                cur,
+                q.WINDOW_AFTER,
+                {"ws": workspace, "session_id": session_id, "seq": seq, "n": na + 1},
             )
             if not after_rows or after_rows[0][1] != seq:
                 raise NotFound(f"no message {session_id!r} seq {seq} in workspace {workspace!r}")
-            before_rows = self._store.run(
-                cur, q.WINDOW_BEFORE, {"ws": workspace, "session_id": session_id, "seq": seq, "n": nb}
-            ) if nb else []
+            before_rows = (
+                self._store.run(
+                    cur,
+                    q.WINDOW_BEFORE,
+                    {"ws": workspace, "session_id": session_id, "seq": seq, "n": nb},
+                )
+                if nb
+                else []
+            )
         rows = list(reversed(before_rows)) + after_rows
         return Window(
             workspace_id=workspace,
@@ -186,11 +196,14 @@ class PgSearch:
             raise InvalidQuery("limit must be a positive integer")
         limit = min(limit, MAX_WINDOW)
         with self._store.transaction(workspace, search=True, context="listing a session") as cur:
-            exists = self._store.run(cur, q.SESSION_EXISTS, {"ws": workspace, "session_id": session_id})
+            exists = self._store.run(
+                cur, q.SESSION_EXISTS, {"ws": workspace, "session_id": session_id}
+            )
             if not exists:
                 raise NotFound(f"no session {session_id!r} in workspace {workspace!r}")
             rows = self._store.run(
-                cur, q.SESSION_PAGE,
+                cur,
+                q.SESSION_PAGE,
                 {"ws": workspace, "session_id": session_id, "seq": start_seq, "n": limit + 1},
             )
         more = len(rows) > limit
@@ -209,8 +222,12 @@ class PgSearch:
             rows = self._store.list_sessions(cur, workspace, limit=limit, offset=offset)
         return [
             SessionInfo(
-                session_id=r[0], title=r[1], message_count=r[2], created_at=r[3],
-                updated_at=r[4], source=r[5],
+                session_id=r[0],
+                title=r[1],
+                message_count=r[2],
+                created_at=r[3],
+                updated_at=r[4],
+                source=r[5],
             )
             for r in rows
         ]
@@ -265,17 +282,29 @@ class Provider:
         return session_id
 
     def around(
-        self, session_id: str, seq: int, *, before: int = DEFAULT_CONTEXT, after: int = DEFAULT_CONTEXT
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        before: int = DEFAULT_CONTEXT,
+        after: int = DEFAULT_CONTEXT,
     ) -> Window:
         return self._pg.around(
-            workspace=self.scope.workspace, session_id=self._session(session_id), seq=seq,
-            before=before, after=after,
+            workspace=self.scope.workspace,
+            session_id=self._session(session_id),
+            seq=seq,
+            before=before,
+            after=after,
         )
 
-    def session_messages(self, session_id: str, *, start_seq: int = 0, limit: int = MAX_WINDOW) -> Window:
+    def session_messages(
+        self, session_id: str, *, start_seq: int = 0, limit: int = MAX_WINDOW
+    ) -> Window:
         return self._pg.session_messages(
-            workspace=self.scope.workspace, session_id=self._session(session_id),
-            start_seq=start_seq, limit=limit,
+            workspace=self.scope.workspace,
+            session_id=self._session(session_id),
+            start_seq=start_seq,
+            limit=limit,
         )
 
 
@@ -283,16 +312,25 @@ def _roots(roots: Sequence[str | os.PathLike[str]] | None) -> list[Path] | None:
     return None if roots is None else [Path(r) for r in roots]
 
 
-def _window_messages(rows: Sequence[tuple[Any, ...]], *, anchor: int | None) -> tuple[WindowMessage, ...]:
+def _window_messages(
+    rows: Sequence[tuple[Any, ...]], *, anchor: int | None
+) -> tuple[WindowMessage, ...]:
     per_message = MAX_RESULT_BYTES // max(len(rows), 1)
     out = []
     for sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments in rows:
         text = content if not arguments else (f"{content}\n{arguments}" if content else arguments)
         out.append(
             WindowMessage(
-                session_id=sid, seq=seq, entry_id=entry_id or f"{sid}:{seq}", kind=kind, role=role,
-                turn=turn, tool_name=tool_name, created_at=created_at,
-                content=clip(text, per_message), anchor=seq == anchor,
+                session_id=sid,
+                seq=seq,
+                entry_id=entry_id or f"{sid}:{seq}",
+                kind=kind,
+                role=role,
+                turn=turn,
+                tool_name=tool_name,
+                created_at=created_at,
+                content=clip(text, per_message),
+                anchor=seq == anchor,
             )
         )
     return tuple(out)

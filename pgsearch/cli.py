@@ -124,7 +124,9 @@ def migrate(ctx: Context, revision: str) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @pass_ctx
 @handle_errors
-def ingest(ctx: Context, paths: tuple[str, ...], workspace: str, roots: tuple[str, ...], quiet: bool) -> None:
+def ingest(
+    ctx: Context, paths: tuple[str, ...], workspace: str, roots: tuple[str, ...], quiet: bool
+) -> None:
     """Ingest JSON Lines session files, or directories of *.jsonl files.
 
     Each file is one transaction: a file with a bad line is rejected whole (the error
@@ -151,7 +153,9 @@ def ingest(ctx: Context, paths: tuple[str, ...], workspace: str, roots: tuple[st
                     note(result)
                     bar.update(1)
 
-                report = pg.ingest_paths(files, workspace=workspace, roots=roots or None, on_file=tick)
+                report = pg.ingest_paths(
+                    files, workspace=workspace, roots=roots or None, on_file=tick
+                )
             for line in errors:
                 click.echo(f"pgsearch: error: {line}", err=True)
         else:
@@ -203,13 +207,30 @@ def _render_result(result: SessionQueryResult, workspace: str) -> str:
     type=click.Choice(policy.ALL_KINDS),
     help="Entry kinds to search (repeatable). Default: user, assistant, tool input, tool error.",
 )
-@click.option("--role", "roles", multiple=True, type=click.Choice(policy.ROLES), help="Roles (repeatable).")
+@click.option(
+    "--role", "roles", multiple=True, type=click.Choice(policy.ROLES), help="Roles (repeatable)."
+)
 @click.option("--tool", "tool_name", default=None, help="Only entries of this tool.")
 @click.option("--since", default=None, help="Only entries at or after this ISO 8601 time.")
 @click.option("--until", default=None, help="Only entries before this ISO 8601 time.")
-@click.option("--limit", "-n", default=DEFAULT_LIMIT, show_default=True, type=click.IntRange(1), help="Matches per page (at most 50).")
-@click.option("--excerpt-bytes", default=DEFAULT_EXCERPT_BYTES, show_default=True, type=click.IntRange(1), help="Excerpt size (at most 2000).")
-@click.option("--all-hits", is_flag=True, help="Every matching entry, not just the best per session.")
+@click.option(
+    "--limit",
+    "-n",
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Matches per page (at most 50).",
+)
+@click.option(
+    "--excerpt-bytes",
+    default=DEFAULT_EXCERPT_BYTES,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Excerpt size (at most 2000).",
+)
+@click.option(
+    "--all-hits", is_flag=True, help="Every matching entry, not just the best per session."
+)
 @click.option("--cursor", default=None, help="Continue from a previous page's cursor.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--explain", is_flag=True, help="Also print each SQL statement and its plan.")
@@ -285,37 +306,90 @@ def _render_window(window: Window) -> str:
 @main.command()
 @workspace_option
 @click.option("--session", "session_id", required=True, help="Session id.")
-@click.option("--seq", required=True, type=click.IntRange(0), help="Sequence number of the anchor message.")
-@click.option("--before", "-B", default=DEFAULT_CONTEXT, show_default=True, type=click.IntRange(0), help="Messages before the anchor.")
-@click.option("--after", "-A", default=DEFAULT_CONTEXT, show_default=True, type=click.IntRange(0), help="Messages after the anchor.")
+@click.option(
+    "--seq", required=True, type=click.IntRange(0), help="Sequence number of the anchor message."
+)
+@click.option(
+    "--before",
+    "-B",
+    default=DEFAULT_CONTEXT,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Messages before the anchor.",
+)
+@click.option(
+    "--after",
+    "-A",
+    default=DEFAULT_CONTEXT,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Messages after the anchor.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the window as JSON.")
 @pass_ctx
 @handle_errors
-def around(ctx: Context, workspace: str, session_id: str, seq: int, before: int, after: int, as_json: bool) -> None:
+def around(
+    ctx: Context, workspace: str, session_id: str, seq: int, before: int, after: int, as_json: bool
+) -> None:
     """Show the messages around one message (at most 16, anchor always shown)."""
     with ctx.open() as pg:
-        window = pg.around(workspace=workspace, session_id=session_id, seq=seq, before=before, after=after)
-    click.echo(json.dumps(window.to_json(), ensure_ascii=False, indent=2) if as_json else _render_window(window))
+        window = pg.around(
+            workspace=workspace, session_id=session_id, seq=seq, before=before, after=after
+        )
+    click.echo(
+        json.dumps(window.to_json(), ensure_ascii=False, indent=2)
+        if as_json
+        else _render_window(window)
+    )
 
 
 @main.command()
 @workspace_option
 @click.option("--session", "session_id", required=True, help="Session id.")
-@click.option("--seq", "start_seq", default=0, show_default=True, type=click.IntRange(0), help="First seq to show.")
-@click.option("--limit", "-n", default=MAX_WINDOW, show_default=True, type=click.IntRange(1, MAX_WINDOW), help="Messages per page.")
+@click.option(
+    "--seq",
+    "start_seq",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0),
+    help="First seq to show.",
+)
+@click.option(
+    "--limit",
+    "-n",
+    default=MAX_WINDOW,
+    show_default=True,
+    type=click.IntRange(1, MAX_WINDOW),
+    help="Messages per page.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the page as JSON.")
 @pass_ctx
 @handle_errors
-def messages(ctx: Context, workspace: str, session_id: str, start_seq: int, limit: int, as_json: bool) -> None:
+def messages(
+    ctx: Context, workspace: str, session_id: str, start_seq: int, limit: int, as_json: bool
+) -> None:
     """List one session's messages, a page at a time."""
     with ctx.open() as pg:
-        window = pg.session_messages(workspace=workspace, session_id=session_id, start_seq=start_seq, limit=limit)
-    click.echo(json.dumps(window.to_json(), ensure_ascii=False, indent=2) if as_json else _render_window(window))
+        window = pg.session_messages(
+            workspace=workspace, session_id=session_id, start_seq=start_seq, limit=limit
+        )
+    click.echo(
+        json.dumps(window.to_json(), ensure_ascii=False, indent=2)
+        if as_json
+        else _render_window(window)
+    )
 
 
 @main.command()
 @workspace_option
-@click.option("--limit", "-n", default=100, show_default=True, type=click.IntRange(1), help="Sessions to list.")
+@click.option(
+    "--limit",
+    "-n",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Sessions to list.",
+)
 @click.option("--offset", default=0, type=click.IntRange(0), help="Skip this many.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @pass_ctx
@@ -353,13 +427,17 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
 @main.command()
 @workspace_option
 @click.option("--session", "session_id", default=None, help="Forget one session only.")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation when forgetting a whole workspace.")
+@click.option(
+    "--yes", is_flag=True, help="Do not ask for confirmation when forgetting a whole workspace."
+)
 @pass_ctx
 @handle_errors
 def forget(ctx: Context, workspace: str, session_id: str | None, yes: bool) -> None:
     """Delete a session (or a whole workspace) and update statistics."""
-    if session_id is None and not yes and not click.confirm(
-        f"Delete every session of workspace {workspace!r}?", err=True
+    if (
+        session_id is None
+        and not yes
+        and not click.confirm(f"Delete every session of workspace {workspace!r}?", err=True)
     ):
         _fail("nothing deleted")
     with ctx.open() as pg:
@@ -403,7 +481,9 @@ def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
                         }
                         for s in per
                     ],
-                    "tables": [{"table": t, "table_bytes": tb, "index_bytes": ib} for t, tb, ib in sizes],
+                    "tables": [
+                        {"table": t, "table_bytes": tb, "index_bytes": ib} for t, tb, ib in sizes
+                    ],
                 },
                 indent=2,
             )
@@ -411,7 +491,9 @@ def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
         return
     click.echo("workspace\tsessions\tmessages\tindexed\tvocabulary")
     for s in per:
-        click.echo(f"{s.workspace_id}\t{s.sessions}\t{s.messages}\t{s.indexed_messages}\t{s.vocabulary}")
+        click.echo(
+            f"{s.workspace_id}\t{s.sessions}\t{s.messages}\t{s.indexed_messages}\t{s.vocabulary}"
+        )
     click.echo("")
     click.echo("table\ttable size\tindex size")
     for table, tb, ib in sizes:

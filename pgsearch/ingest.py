@@ -154,8 +154,13 @@ class Ingestor:
             )
             if entries:
                 inserted = self._write(
-                    cur, workspace, entries, source=str(real), fallback_time=mtime,
-                    continuing=start > 0, where=shown,
+                    cur,
+                    workspace,
+                    entries,
+                    source=str(real),
+                    fallback_time=mtime,
+                    continuing=start > 0,
+                    where=shown,
                 )
                 result.messages = inserted
                 result.skipped += len(entries) - inserted
@@ -190,9 +195,7 @@ class Ingestor:
 
     # --- API appends --------------------------------------------------------------
 
-    def append(
-        self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]
-    ) -> int:
+    def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
         """Append messages to a session; searchable once this returns (committed)."""
         check_workspace(workspace)
         if not session_id or len(session_id) > 256:
@@ -201,7 +204,9 @@ class Ingestor:
         calls: dict[str, str] = {}
         for i, obj in enumerate(messages):
             try:
-                entry = entry_from_object(obj, seq=i, session_id=session_id, tool_names_by_call=calls)
+                entry = entry_from_object(
+                    obj, seq=i, session_id=session_id, tool_names_by_call=calls
+                )
             except (ValueError, RecursionError) as exc:
                 raise IngestError(f"message {i}: {exc}") from None
             if entry.session_id != session_id:
@@ -211,8 +216,14 @@ class Ingestor:
             return 0
         with self.store.transaction(workspace, context=f"appending to {session_id}") as cur:
             return self._write(
-                cur, workspace, entries, source=None, fallback_time=datetime.now(UTC),
-                continuing=True, where=f"session {session_id}", assign_seq=True,
+                cur,
+                workspace,
+                entries,
+                source=None,
+                fallback_time=datetime.now(UTC),
+                continuing=True,
+                where=f"session {session_id}",
+                assign_seq=True,
             )
 
     # --- shared write path --------------------------------------------------------
@@ -233,7 +244,9 @@ class Ingestor:
         for state in states.values():
             if state.message_count and state.source != source:
                 origin = state.source or "API appends"
-                raise IngestError(f"session {state.session_id!r} already holds messages from {origin}", path=where)
+                raise IngestError(
+                    f"session {state.session_id!r} already holds messages from {origin}", path=where
+                )
         turns = {sid: (s.last_turn if continuing else 0) for sid, s in states.items()}
         last_time = {sid: (s.updated_at if continuing else None) for sid, s in states.items()}
         next_seq = {sid: s.next_seq for sid, s in states.items()}

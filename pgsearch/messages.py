@@ -221,7 +221,9 @@ def entry_from_object(
         call_id = _opt_str(obj, "tool_call_id")
         if tool_name is None and call_id and tool_names_by_call:
             tool_name = tool_names_by_call.get(call_id)
-        kind = policy.TOOL_ERROR if policy.is_tool_error(text, marked=is_error) else policy.TOOL_OUTPUT
+        kind = (
+            policy.TOOL_ERROR if policy.is_tool_error(text, marked=is_error) else policy.TOOL_OUTPUT
+        )
     else:
         kind = policy.SYSTEM
     if kind_value is not None:
@@ -282,7 +284,9 @@ def iter_jsonl(
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise IngestError(f"invalid UTF-8 at byte {exc.start + 1}", path=path, line=lineno) from None
+            raise IngestError(
+                f"invalid UTF-8 at byte {exc.start + 1}", path=path, line=lineno
+            ) from None
         if not text.strip():
             continue
         try:

@@ -173,9 +173,7 @@ def term_counts(tokens: Iterable[Token]) -> dict[str, list[int]]:
 
 def tsvector_literal(positions: dict[str, list[int]]) -> str:
     """The text form of a tsvector holding these terms and positions."""
-    return " ".join(
-        f"'{term}':{','.join(map(str, plist))}" for term, plist in positions.items()
-    )
+    return " ".join(f"'{term}':{','.join(map(str, plist))}" for term, plist in positions.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +206,11 @@ def query_words(query: str) -> tuple[list[QueryWord], list[list[str]]]:
         for match in _WORD_RE.finditer(key):
             for part in _CJK_SPLIT_RE.findall(match.group()):
                 if _CJK_RE.match(part):
-                    grams = [part] if len(part) == 1 else [
-                        part[i : i + 2] for i in range(len(part) - 1)
-                    ]
+                    grams = (
+                        [part]
+                        if len(part) == 1
+                        else [part[i : i + 2] for i in range(len(part) - 1)]
+                    )
                     if len(grams) > 1:
                         phrases.append(grams)
                         idx = len(phrases) - 1

@@ -253,7 +253,9 @@ class SearchEngine:
             fingerprint = _fingerprint(scope, req, filters.kinds)
             after = codec.decode(req.cursor, fingerprint) if req.cursor else None
             if not req.query.strip():
-                result = self._browse(cur, filters, req, limit, excerpt_bytes, codec, fingerprint, after, plans)
+                result = self._browse(
+                    cur, filters, req, limit, excerpt_bytes, codec, fingerprint, after, plans
+                )
             elif not words:
                 searched = self._searched(cur, filters, plans)
                 result = SessionQueryResult(
@@ -261,8 +263,17 @@ class SearchEngine:
                 )
             else:
                 result = self._search(
-                    cur, filters, req, words, phrases, limit, excerpt_bytes, codec,
-                    fingerprint, after, plans,
+                    cur,
+                    filters,
+                    req,
+                    words,
+                    phrases,
+                    limit,
+                    excerpt_bytes,
+                    codec,
+                    fingerprint,
+                    after,
+                    plans,
                 )
         if plans is not None:
             return SessionQueryResult(
@@ -279,12 +290,16 @@ class SearchEngine:
 
     def _searched(self, cur: Cursor, f: q.Filters, plans: list[str] | None) -> int:
         if f.only_kinds:
-            rows = self.store.run(cur, q.SEARCH_STATS, {"ws": f.workspace, "kinds": list(f.kinds)}, explain=plans)
+            rows = self.store.run(
+                cur, q.SEARCH_STATS, {"ws": f.workspace, "kinds": list(f.kinds)}, explain=plans
+            )
             return int(rows[0][2])
         sql, params = q.count_sql(f)
         return int(self.store.run(cur, sql, params, explain=plans)[0][0])
 
-    def _expand(self, cur: Cursor, ws: str, words: list[QueryWord], plans: list[str] | None) -> list[list[ranking.Expansion]]:
+    def _expand(
+        self, cur: Cursor, ws: str, words: list[QueryWord], plans: list[str] | None
+    ) -> list[list[ranking.Expansion]]:
         texts = list(dict.fromkeys(w.text for w in words))
         cjk = {w.text for w in words if w.cjk}
         stems = [t if t in cjk else stem(t) for t in texts]
@@ -292,7 +307,13 @@ class SearchEngine:
         rows = self.store.run(
             cur,
             q.EXPAND_EXACT,
-            {"ws": ws, "words": texts, "stems": stems, "prefix": prefix, "prefix_limit": PREFIX_FETCH},
+            {
+                "ws": ws,
+                "words": texts,
+                "stems": stems,
+                "prefix": prefix,
+                "prefix_limit": PREFIX_FETCH,
+            },
             explain=plans,
         )
         groups: list[dict[str, ranking.Expansion]] = [{} for _ in texts]
@@ -304,20 +325,23 @@ class SearchEngine:
                 exact_df[idx] = int(df) + int(sf)
                 groups[idx][term] = ranking.Expansion(idx, term, ranking.EXACT, int(df), int(sf))
             elif how == "stem":
-                groups[idx].setdefault(term, ranking.Expansion(idx, term, ranking.STEM, int(df), int(sf)))
+                groups[idx].setdefault(
+                    term, ranking.Expansion(idx, term, ranking.STEM, int(df), int(sf))
+                )
             else:
-                prefix_rows.append((idx, ranking.Expansion(idx, term, ranking.PREFIX, int(df), int(sf))))
+                prefix_rows.append(
+                    (idx, ranking.Expansion(idx, term, ranking.PREFIX, int(df), int(sf)))
+                )
         for idx, exp in prefix_rows:
             if exact_df[idx] < TRUSTED_DF:
                 groups[idx].setdefault(exp.term, exp)
         fuzzy_idx = [
-            i for i, t in enumerate(texts)
+            i
+            for i, t in enumerate(texts)
             if t not in cjk and len(t) >= 5 and not t.isdigit() and exact_df[i] < TRUSTED_DF
         ]
         if fuzzy_idx:
-            self.store.run(
-                cur, q.SET_TRGM_THRESHOLD, {"t": str(self.settings.trigram_threshold)}
-            )
+            self.store.run(cur, q.SET_TRGM_THRESHOLD, {"t": str(self.settings.trigram_threshold)})
             rows = self.store.run(
                 cur,
                 q.EXPAND_FUZZY,
@@ -355,7 +379,9 @@ class SearchEngine:
         after: list[Any] | None,
         plans: list[str] | None,
     ) -> SessionQueryResult:
-        stats = self.store.run(cur, q.SEARCH_STATS, {"ws": f.workspace, "kinds": list(f.kinds)}, explain=plans)
+        stats = self.store.run(
+            cur, q.SEARCH_STATS, {"ws": f.workspace, "kinds": list(f.kinds)}, explain=plans
+        )
         n_indexed, total_len, kind_total = (int(v) for v in stats[0])
         searched = kind_total if f.only_kinds else self._searched(cur, f, plans)
         groups = self._expand(cur, f.workspace, words, plans)
@@ -388,7 +414,9 @@ class SearchEngine:
                 for item in tfs or ():
                     term, _, num = item.rpartition(" ")
                     counts[term] = int(num)
-                candidates[key] = _Candidate(sid, seq, kind, role, created, length, counts, bool(phrase_hit))
+                candidates[key] = _Candidate(
+                    sid, seq, kind, role, created, length, counts, bool(phrase_hit)
+                )
 
         rarest = min(group_df(g) for g in groups)
         fetch(tsquery_and(groups), rarest > cap, cap)
@@ -411,21 +439,36 @@ class SearchEngine:
             if boost is not None:
                 score *= boost[0]
                 matched = matched | boost[2]
-            scored.append(ranking.Ranked(c.session_id, c.seq, c.kind, score, c.created_at, frozenset(matched)))
+            scored.append(
+                ranking.Ranked(c.session_id, c.seq, c.kind, score, c.created_at, frozenset(matched))
+            )
         with_messages = {c.session_id for c in candidates.values()}
         orphans = [sid for sid in field_hits if sid not in with_messages]
         first_entries: dict[str, tuple[Any, ...]] = {}
         if orphans:
-            for row in self.store.run(cur, q.SESSION_FIRST_ENTRY, {"ws": f.workspace, "sids": orphans}, explain=plans):
+            for row in self.store.run(
+                cur, q.SESSION_FIRST_ENTRY, {"ws": f.workspace, "sids": orphans}, explain=plans
+            ):
                 first_entries[row[0]] = row
         for sid in orphans:
-            row = first_entries.get(sid)
-            if row is None:
+            first = first_entries.get(sid)
+            if first is None:
                 continue
-            boost, field_score, matched, kind = field_hits[sid]
-            scored.append(ranking.Ranked(sid, int(row[1]), kind, boost * field_score, row[7], frozenset(matched)))
+            field_boost, field_score, field_terms, field_kind = field_hits[sid]
+            scored.append(
+                ranking.Ranked(
+                    sid,
+                    int(first[1]),
+                    field_kind,
+                    field_boost * field_score,
+                    first[7],
+                    frozenset(field_terms),
+                )
+            )
 
-        ranked = ranking.rank(scored, per_session=req.per_session, floor=self.settings.relative_floor)
+        ranked = ranking.rank(
+            scored, per_session=req.per_session, floor=self.settings.relative_floor
+        )
         position = None
         if after is not None:
             try:
@@ -436,7 +479,9 @@ class SearchEngine:
         next_cursor = codec.encode(fingerprint, list(page[-1].order_key)) if more and page else None
         matches = self._materialise(cur, f.workspace, page, excerpt_bytes, plans)
         return SessionQueryResult(
-            matches=tuple(matches), searched=searched, next_cursor=next_cursor,
+            matches=tuple(matches),
+            searched=searched,
+            next_cursor=next_cursor,
             candidates_capped=capped,
         )
 
@@ -451,7 +496,12 @@ class SearchEngine:
         """Sessions whose title/summary matches: boost, field score, terms, kind."""
         if f.roles or f.tool_name or f.since or f.until:
             return {}
-        params = {"ws": f.workspace, "terms": terms, "tsq": tsquery_or(groups), "cap": self.settings.candidate_cap}
+        params = {
+            "ws": f.workspace,
+            "terms": terms,
+            "tsq": tsquery_or(groups),
+            "cap": self.settings.candidate_cap,
+        }
         sql = q.SESSION_FIELD_MATCHES
         if f.session_id is not None:
             sql = q.SESSION_FIELD_MATCHES_ONE
@@ -469,12 +519,19 @@ class SearchEngine:
                 term, num, w = item.split(" ")
                 counts[term] = int(num)
                 weights.update(w)
-            score, matched = ranking.score_document(counts, int(field_len), groups, corpus, use_sf=True)
+            score, matched = ranking.score_document(
+                counts, int(field_len), groups, corpus, use_sf=True
+            )
             if score <= 0:
                 continue
             in_summary = "B" in weights
             boost = ranking.SUMMARY_BOOST if in_summary else ranking.TITLE_BOOST
-            out[sid] = (boost, score, matched, "summary" if in_summary and "A" not in weights else "title")
+            out[sid] = (
+                boost,
+                score,
+                matched,
+                "summary" if in_summary and "A" not in weights else "title",
+            )
         return out
 
     def _materialise(
@@ -488,14 +545,18 @@ class SearchEngine:
         if not page:
             return []
         rows = self.store.run(
-            cur, q.FETCH_MESSAGES,
+            cur,
+            q.FETCH_MESSAGES,
             {"ws": ws, "sids": [h.session_id for h in page], "seqs": [h.seq for h in page]},
             explain=plans,
         )
         by_key = {(r[0], r[1]): r for r in rows}
         sessions = {
-            r[0]: r for r in self.store.run(
-                cur, q.FETCH_SESSIONS, {"ws": ws, "sids": sorted({h.session_id for h in page})},
+            r[0]: r
+            for r in self.store.run(
+                cur,
+                q.FETCH_SESSIONS,
+                {"ws": ws, "sids": sorted({h.session_id for h in page})},
                 explain=plans,
             )
         }
@@ -516,8 +577,11 @@ class SearchEngine:
                 kind = hit.kind
             else:
                 text = policy.indexable_text(
-                    kind, content, tool_names=[n for n in (tool_name or "").split(", ") if n],
-                    arguments=arguments, policy=self.settings.index_policy,
+                    kind,
+                    content,
+                    tool_names=[n for n in (tool_name or "").split(", ") if n],
+                    arguments=arguments,
+                    policy=self.settings.index_policy,
                 )
                 excerpt = make_excerpt(text, hit.matched, budget)
             matches.append(
@@ -556,7 +620,9 @@ class SearchEngine:
         if after is not None:
             try:
                 params.update(
-                    c_time=datetime.fromisoformat(str(after[0])), c_sid=str(after[1]), c_seq=int(after[2])
+                    c_time=datetime.fromisoformat(str(after[0])),
+                    c_sid=str(after[1]),
+                    c_seq=int(after[2]),
                 )
             except (IndexError, TypeError, ValueError):
                 raise InvalidQuery("cursor is malformed") from None
@@ -572,7 +638,9 @@ class SearchEngine:
         if more and rows:
             last = rows[-1]
             next_cursor = codec.encode(fingerprint, [last[4].isoformat(), last[0], last[1]])
-        return SessionQueryResult(matches=tuple(matches), searched=searched, next_cursor=next_cursor)
+        return SessionQueryResult(
+            matches=tuple(matches), searched=searched, next_cursor=next_cursor
+        )
 
 
 def text_size(result: SessionQueryResult) -> int:

@@ -51,7 +51,8 @@ def server_dsn() -> Iterator[str]:
             yield dsn
             return
     if os.environ.get("PGSEARCH_TEST_DSN"):
-        pytest.fail(f"PGSEARCH_TEST_DSN is set but the server does not answer: {os.environ['PGSEARCH_TEST_DSN']}")
+        given = os.environ["PGSEARCH_TEST_DSN"]
+        pytest.fail(f"PGSEARCH_TEST_DSN is set but the server does not answer: {given}")
     container = None
     with contextlib.suppress(Exception):
         from testcontainers.postgres import PostgresContainer  # type: ignore[import-not-found]

@@ -141,7 +141,10 @@ def upgrade() -> None:
         sa.Column("lines", sa.Integer(), nullable=False),
         sa.Column("digest", sa.Text(), nullable=False),
         sa.Column(
-            "updated_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False
+            "updated_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
         ),
         sa.PrimaryKeyConstraint("workspace_id", "path", name="ingested_files_pkey"),
     )

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, LiteralString
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -147,9 +147,6 @@ class Connector:
                     sql.SQL("SET LOCAL pgsearch.workspace_id = {}").format(sql.Literal(workspace))
                 )
             yield cur
-
-    def execute(self, cur: Cursor, query: LiteralString | sql.Composable, params: Any = None) -> None:
-        cur.execute(query, params)
 
 
 def make_engine(dsn: str | None = None) -> Any:

@@ -119,7 +119,18 @@ class Store:
         cur.execute(q.ENSURE_SESSIONS, {"ws": ws, "ids": ids, "source": source})
         cur.execute(q.LOCK_SESSIONS, {"ws": ws, "ids": ids})
         return {
-            row[0]: SessionState(*row[:9], field_terms=tuple(row[9] or ()))
+            row[0]: SessionState(
+                session_id=row[0],
+                source=row[1],
+                title=row[2],
+                summary=row[3],
+                next_seq=row[4],
+                last_turn=row[5],
+                message_count=row[6],
+                created_at=row[7],
+                updated_at=row[8],
+                field_terms=tuple(row[9] or ()),
+            )
             for row in cur.fetchall()
         }
 
@@ -161,7 +172,9 @@ class Store:
                     deltas.df.update(r.terms)
         return inserted
 
-    def update_session(self, cur: Cursor, ws: str, state: SessionState, tsv: str, field_len: int) -> None:
+    def update_session(
+        self, cur: Cursor, ws: str, state: SessionState, tsv: str, field_len: int
+    ) -> None:
         cur.execute(
             q.UPDATE_SESSION,
             {
@@ -256,7 +269,9 @@ class Store:
 
     # --- reading ------------------------------------------------------------------
 
-    def list_sessions(self, cur: Cursor, ws: str, *, limit: int, offset: int) -> list[tuple[Any, ...]]:
+    def list_sessions(
+        self, cur: Cursor, ws: str, *, limit: int, offset: int
+    ) -> list[tuple[Any, ...]]:
         cur.execute(q.LIST_SESSIONS, {"ws": ws, "limit": limit, "offset": offset})
         return cur.fetchall()
 
