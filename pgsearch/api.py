@@ -73,9 +73,17 @@ class PgSearch:
         return cls(db.Connector.open(settings.dsn, rls=settings.row_level_security), settings)
 
     @staticmethod
-    def migrate(dsn: str | None = None, revision: str = "head") -> str | None:
-        """Upgrade the schema of `dsn` (default: settings) to `revision`."""
-        return db.migrate(Settings.from_env().dsn if dsn is None else dsn, revision)
+    def migrate(
+        dsn: str | None = None, revision: str = "head", *, create: bool = False
+    ) -> str | None:
+        """Upgrade the schema of `dsn` (default: settings) to `revision`.
+
+        With `create`, the database itself is created first when it does not exist.
+        """
+        target = Settings.from_env().dsn if dsn is None else dsn
+        if create:
+            db.create_database(target)
+        return db.migrate(target, revision)
 
     def close(self) -> None:
         self._connector.close()

@@ -103,11 +103,12 @@ def _time(value: str | None, name: str) -> datetime | None:
 
 @main.command()
 @click.option("--revision", default="head", show_default=True, help="Target revision.")
+@click.option("--create", is_flag=True, help="Create the database first if it does not exist.")
 @pass_ctx
 @handle_errors
-def migrate(ctx: Context, revision: str) -> None:
+def migrate(ctx: Context, revision: str, create: bool) -> None:
     """Create or upgrade the pgsearch schema (run this in deploys)."""
-    current = PgSearch.migrate(ctx.settings().dsn, revision)
+    current = PgSearch.migrate(ctx.settings().dsn, revision, create=create)
     click.echo(f"schema at revision {current}")
 
 

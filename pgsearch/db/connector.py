@@ -9,6 +9,7 @@ transaction, so a failure never leaves half a unit behind.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -203,3 +204,33 @@ def migrate(dsn: str, revision: str = "head", *, downgrade: bool = False) -> str
     finally:
         engine.dispose()
     return current
+
+
+def create_database(dsn: str) -> bool:
+    """Create the database `dsn` names, if missing, with a UTF-8 encoding.
+
+    Connects to the server's ``postgres`` maintenance database to do it. Returns True
+    when the database was created. pg_trgm needs a UTF-8 ``LC_CTYPE``; when the
+    server's default is not UTF-8 the new database uses ``C.UTF-8``.
+    """
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(dsn)
+    name = params.get("dbname") or os.environ.get("PGDATABASE")
+    if not name:
+        raise StoreError("the connection string names no database to create")
+    admin = make_conninfo(dsn, dbname="postgres")
+    with wrap_errors(f"creating database {name!r}"), connect(admin) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if exists:
+            return False
+        row = conn.execute(
+            "SELECT datctype FROM pg_database WHERE datname = current_database()"
+        ).fetchone()
+        query = sql.SQL("CREATE DATABASE {} ENCODING 'UTF8' TEMPLATE template0").format(
+            sql.Identifier(str(name))
+        )
+        if row is None or "utf" not in str(row[0]).lower():
+            query += sql.SQL(" LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'")
+        conn.execute(query)
+    return True
