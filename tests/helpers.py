@@ -1,0 +1,92 @@
+"""Shared test helpers: recounting derived statistics from the rows themselves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+
+def write_jsonl(path: Path, messages: list[dict[str, Any]] | list[str]) -> Path:
+    lines = [m if isinstance(m, str) else json.dumps(m, ensure_ascii=False) for m in messages]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def assert_statistics_exact(dsn: str, workspace: str) -> None:
+    """Vocabulary df/sf, per-kind statistics and session counters equal a full recount."""
+    with psycopg.connect(dsn) as conn:
+        stored_df = dict(
+            conn.execute(
+                "SELECT term, df FROM vocabulary WHERE workspace_id = %s AND df > 0", (workspace,)
+            ).fetchall()
+        )
+        counted_df = dict(
+            conn.execute(
+                """SELECT t, count(*) FROM messages, unnest(tsvector_to_array(tsv)) AS t
+                   WHERE workspace_id = %s GROUP BY t""",
+                (workspace,),
+            ).fetchall()
+        )
+        assert stored_df == counted_df
+        stored_sf = dict(
+            conn.execute(
+                "SELECT term, sf FROM vocabulary WHERE workspace_id = %s AND sf > 0", (workspace,)
+            ).fetchall()
+        )
+        counted_sf = dict(
+            conn.execute(
+                """SELECT t, count(*) FROM sessions,
+                          unnest(tsvector_to_array(coalesce(tsv, ''::tsvector))) AS t
+                   WHERE workspace_id = %s GROUP BY t""",
+                (workspace,),
+            ).fetchall()
+        )
+        assert stored_sf == counted_sf
+        zero = conn.execute(
+            "SELECT count(*) FROM vocabulary WHERE workspace_id = %s AND df <= 0 AND sf <= 0",
+            (workspace,),
+        ).fetchone()
+        assert zero == (0,)
+        stored_stats = {
+            k: (n, ni, ln)
+            for k, n, ni, ln in conn.execute(
+                "SELECT kind, n_messages, n_indexed, total_len FROM workspace_stats "
+                "WHERE workspace_id = %s AND n_messages > 0",
+                (workspace,),
+            ).fetchall()
+        }
+        counted_stats = {
+            k: (n, ni, ln)
+            for k, n, ni, ln in conn.execute(
+                """SELECT kind, count(*), count(*) FILTER (WHERE token_count > 0),
+                          coalesce(sum(token_count), 0)
+                   FROM messages WHERE workspace_id = %s GROUP BY kind""",
+                (workspace,),
+            ).fetchall()
+        }
+        assert stored_stats == counted_stats
+        bad_sessions = conn.execute(
+            """SELECT s.session_id, s.message_count, count(m.seq), s.next_seq,
+                      coalesce(max(m.seq) + 1, 0)
+               FROM sessions s LEFT JOIN messages m
+                 ON m.workspace_id = s.workspace_id AND m.session_id = s.session_id
+               WHERE s.workspace_id = %s
+               GROUP BY s.session_id, s.message_count, s.next_seq
+               HAVING s.message_count <> count(m.seq) OR s.next_seq < coalesce(max(m.seq) + 1, 0)""",
+            (workspace,),
+        ).fetchall()
+        assert bad_sessions == []
+
+
+def message_keys(dsn: str, workspace: str) -> list[tuple[str, int]]:
+    with psycopg.connect(dsn) as conn:
+        return [
+            (r[0], r[1])
+            for r in conn.execute(
+                "SELECT session_id, seq FROM messages WHERE workspace_id = %s ORDER BY 1, 2",
+                (workspace,),
+            ).fetchall()
+        ]
