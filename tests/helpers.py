@@ -75,7 +75,8 @@ def assert_statistics_exact(dsn: str, workspace: str) -> None:
                  ON m.workspace_id = s.workspace_id AND m.session_id = s.session_id
                WHERE s.workspace_id = %s
                GROUP BY s.session_id, s.message_count, s.next_seq
-               HAVING s.message_count <> count(m.seq) OR s.next_seq < coalesce(max(m.seq) + 1, 0)""",
+               HAVING s.message_count <> count(m.seq)
+                   OR s.next_seq < coalesce(max(m.seq) + 1, 0)""",
             (workspace,),
         ).fetchall()
         assert bad_sessions == []

@@ -128,7 +128,7 @@ def test_rewritten_file_is_reread_without_duplicates(
 def test_malformed_file_rejected_whole_good_file_lands(
     pg: PgSearch, dsn: str, tmp_path: Path, line: bytes, reason: str
 ) -> None:
-    good = write_jsonl(tmp_path / "good.jsonl", SAMPLE[:3])
+    write_jsonl(tmp_path / "good.jsonl", SAMPLE[:3])
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(json.dumps({"role": "user", "content": "fine"}).encode() + b"\n" + line + b"\n")
     report = pg.ingest_paths([tmp_path], workspace="w")
