@@ -499,3 +499,47 @@ def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
     click.echo("table\ttable size\tindex size")
     for table, tb, ib in sizes:
         click.echo(f"{table}\t{_size(tb)}\t{_size(ib)}")
+
+
+@main.command("mcp")
+@click.option(
+    "--dsn",
+    default=None,
+    help="PostgreSQL connection string (else the global --dsn, PGSEARCH_DSN or PG*).",
+)
+@workspace_option
+@click.option(
+    "--session",
+    "session_id",
+    default=None,
+    help="Pin the server to one session (tools then cannot reach others).",
+)
+@pass_ctx
+@handle_errors
+def mcp_command(ctx: Context, dsn: str | None, workspace: str, session_id: str | None) -> None:
+    """Serve the session tools to an MCP client over stdio.
+
+    The scope is fixed here: tool calls naming another workspace or session are
+    refused. Needs the optional MCP SDK: pip install 'pgsearch[mcp]'.
+    """
+    from pgsearch import mcp_server
+
+    settings = Settings.from_env(dsn=dsn or ctx.dsn)
+    with PgSearch.connect(settings=settings) as pg:
+        mcp_server.serve_stdio(pg.provider(workspace=workspace, session_id=session_id))
+
+
+@main.command("tool-schema")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["openai", "anthropic", "mcp"]),
+    default="openai",
+    show_default=True,
+    help="Tool definition format of the host.",
+)
+def tool_schema(fmt: str) -> None:
+    """Print the session tools' names, descriptions and JSON schemas."""
+    from pgsearch import tools
+
+    click.echo(json.dumps(tools.tool_definitions(fmt), ensure_ascii=False, indent=2))
