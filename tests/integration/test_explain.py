@@ -1,0 +1,235 @@
+"""Every statement search emits goes through an index: proved with EXPLAIN.
+
+A corpus large enough that the planner has a real choice (tens of thousands of
+messages, fresh statistics) is searched with every query shape and filter
+combination; each statement the code runs is captured and EXPLAINed (JSON) under
+the same transaction settings, and any sequential scan of a pgsearch table fails
+the test. The server's own counter of sequential scans on `messages` must not
+move while the whole query corpus runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from pgsearch import PgSearch, SessionQueryRequest
+from pgsearch.db.connector import migrate
+from pgsearch.db.store import Store
+from tests.conftest import Databases
+
+pytestmark = pytest.mark.slow
+
+WORKSPACES = ("ws-a", "ws-b", "ws-c")
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+COMMON = ["the", "and", "to", "of", "a", "is", "in", "it", "we", "error", "file", "test"]
+ACCENTED = ["café", "naïve", "résumé", "Pokémon", "façade", "jalapeño", "Ærø", "Łódź"]
+CJK = ["東京タワー", "日本語の設定", "数据库迁移", "한국어 텍스트"]
+
+
+def _vocab(rng: random.Random) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = {"".join(rng.choice(letters) for _ in range(rng.randint(3, 11))) for _ in range(4000)}
+    return sorted(words)
+
+
+def _text(rng: random.Random, vocab: list[str]) -> str:
+    n = max(3, int(rng.lognormvariate(2.8, 0.8)))
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.35:
+            out.append(rng.choice(COMMON))
+        elif r < 0.37:
+            out.append(rng.choice(ACCENTED))
+        elif r < 0.38:
+            out.append(rng.choice(CJK))
+        else:
+            out.append(vocab[min(int(rng.paretovariate(1.1)) - 1, len(vocab) - 1)])
+    return " ".join(out)
+
+
+@pytest.fixture(scope="module")
+def big_dsn(databases: Databases, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    name = databases.create(prefix="explain")
+    dsn = databases.dsn(name)
+    migrate(dsn)
+    rng = random.Random(7)
+    vocab = _vocab(rng)
+    root = tmp_path_factory.mktemp("explain")
+    with PgSearch.connect(dsn) as pg:
+        for w, ws in enumerate(WORKSPACES):
+            folder = root / ws
+            folder.mkdir()
+            for s in range(150):
+                lines = []
+                for i in range(60 if w == 0 else 25):
+                    when = (T0 + timedelta(minutes=s * 100 + i)).isoformat()
+                    role = rng.choice(["user", "assistant", "assistant", "tool"])
+                    line: dict[str, Any] = {
+                        "role": role,
+                        "content": _text(rng, vocab),
+                        "created_at": when,
+                    }
+                    if role == "assistant" and rng.random() < 0.3:
+                        line["tool_calls"] = [
+                            {
+                                "id": f"c{i}",
+                                "function": {
+                                    "name": rng.choice(["bash", "grep", "edit"]),
+                                    "arguments": "{}",
+                                },
+                            }
+                        ]
+                    if role == "tool" and rng.random() < 0.2:
+                        line["content"] = "Error: " + line["content"]
+                    if i == 0:
+                        line["title"] = _text(rng, vocab)[:60]
+                    lines.append(json.dumps(line, ensure_ascii=False))
+                (folder / f"{ws}-s{s}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            report = pg.ingest_paths([folder], workspace=ws)
+            assert not report.errors
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+        (count,) = conn.execute("SELECT count(*) FROM messages").fetchone() or (0,)
+    assert count >= 10_000
+    yield dsn
+    databases.drop(name)
+
+
+def _queries() -> list[str]:
+    return [
+        "",  # browse
+        "the",  # stop-like
+        "the and of",  # all stop-like
+        "a",  # one character
+        "it",  # two characters
+        "%",  # punctuation only
+        "東",  # CJK 1 char
+        "東京",  # CJK 2 chars
+        "数据库迁移",  # CJK phrase
+        "cafe",  # accent-folded
+        "Pokemon",
+        "resume naive",
+        "error file",
+        "errror",  # typo
+        "tset",  # short typo
+        '"the error"',  # quoted phrase
+        "resolve_dirs(config)",
+        "zzzzzzzzzz",  # nothing
+    ]
+
+
+def _filters() -> list[dict[str, Any]]:
+    options: dict[str, list[Any]] = {
+        "session_id": [None, "ws-a-s3"],
+        "roles": [(), ("user",)],
+        "tool_name": [None, "bash"],
+        "since": [None, T0 + timedelta(days=2)],
+        "until": [None, T0 + timedelta(days=5)],
+        "kinds": [(), ("tool_error", "summary")],
+    }
+    keys = list(options)
+    out = []
+    for combo in itertools.product(*(options[k] for k in keys)):
+        out.append({k: v for k, v in zip(keys, combo, strict=True) if v not in (None, ())})
+    return out
+
+
+def _seq_scans(plan: Any) -> list[str]:
+    found = []
+    if isinstance(plan, dict):
+        if plan.get("Node Type") == "Seq Scan" and plan.get("Relation Name") in {
+            "messages",
+            "sessions",
+            "vocabulary",
+            "workspace_stats",
+            "ingested_files",
+        }:
+            found.append(plan["Relation Name"])
+        for value in plan.values():
+            found.extend(_seq_scans(value))
+    elif isinstance(plan, list):
+        for item in plan:
+            found.extend(_seq_scans(item))
+    return found
+
+
+def _messages_seq_scans(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        row = conn.execute(
+            "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'messages'"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_every_statement_shape_uses_an_index(big_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    captured: dict[str, tuple[Any, dict[str, Any]]] = {}
+    real_run = Store.run
+
+    def recording_run(
+        self: Store, cur: Any, statement: Any, params: dict[str, Any], **kw: Any
+    ) -> Any:
+        text = statement if isinstance(statement, str) else str(statement)
+        captured.setdefault(" ".join(text.split()), (statement, dict(params)))
+        return real_run(self, cur, statement, params, **kw)
+
+    monkeypatch.setattr(Store, "run", recording_run)
+    before = _messages_seq_scans(big_dsn)
+    with PgSearch.connect(big_dsn) as pg:
+        provider = pg.provider(workspace="ws-a")
+        runs = 0
+        for query in _queries():
+            for filters in _filters():
+                for per_session in (True, False):
+                    result = provider.search(
+                        SessionQueryRequest(
+                            query=query, per_session=per_session, limit=5, **filters
+                        )
+                    )
+                    runs += 1
+                    if result.next_cursor:
+                        provider.search(
+                            SessionQueryRequest(
+                                query=query,
+                                per_session=per_session,
+                                limit=5,
+                                cursor=result.next_cursor,
+                                **filters,
+                            )
+                        )
+        provider.around("ws-a-s3", 10, before=3, after=3)
+        provider.session_messages("ws-a-s3", start_seq=5, limit=10)
+    assert runs > 500
+    assert _messages_seq_scans(big_dsn) == before, "a search ran a sequential scan of messages"
+    assert len(captured) >= 20
+    bad: list[str] = []
+    with psycopg.connect(big_dsn) as conn, conn.transaction():
+        conn.execute("SET LOCAL enable_seqscan = off")
+        conn.execute("SET LOCAL jit = off")
+        for sql_text, (statement, params) in captured.items():
+            if sql_text.startswith("SELECT set_config"):
+                continue
+            plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
+            assert plan is not None
+            scans = _seq_scans(plan[0])
+            if scans:
+                bad.append(f"{scans}: {sql_text[:300]}")
+    assert bad == []
+
+
+def test_plans_use_the_gin_indexes(big_dsn: str) -> None:
+    with PgSearch.connect(big_dsn) as pg:
+        result = pg.provider(workspace="ws-a").explain(SessionQueryRequest(query="errror file"))
+    plans = "\n".join(result.explain)
+    assert "messages_tsv_idx" in plans
+    assert "vocabulary_term_trgm_idx" in plans
+    assert "Seq Scan on messages" not in plans
