@@ -45,8 +45,14 @@ def is_tool_error(content: str, *, marked: bool = False) -> bool:
 
 
 _SECRET_PATTERNS = [
-    # Authorization headers and bearer tokens.
-    re.compile(r"(?i)\b(?:bearer|basic|token)\s+[A-Za-z0-9._~+/=\-]{8,}"),
+    # Authorization headers: whatever credential follows the scheme.
+    re.compile(r"(?i)(?:(?<=authorization:)|(?<=authorization: ))(?:bearer|basic|token)\s+\S+"),
+    # Bearer tokens elsewhere. "token validation" and "basic configuration" are prose:
+    # the credential must look random (a digit, a symbol, or a lower-to-upper change).
+    re.compile(
+        r"\b(?i:bearer|basic|token)\s+"
+        r"(?=[A-Za-z0-9._~+/=\-]*(?:[0-9_~+/=]|[a-z][A-Z]))[A-Za-z0-9._~+/=\-]{8,}"
+    ),
     # OpenAI / Anthropic style keys (sk-..., sk-proj-..., sk-ant-...).
     re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
     # AWS access key ids and secret assignments.
