@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pgsearch import policy
 from pgsearch.messages import Entry
-from pgsearch.normalize import iter_tokens, term_counts, tsvector_literal
+from pgsearch.normalize import term_positions, tsvector_literal
 from pgsearch.settings import IndexPolicy
 
 #: A tsvector must stay under 1 MB; stop adding new terms well before that.
@@ -27,7 +27,7 @@ def index_text(text: str, *, max_chars: int, weight: str = "") -> IndexedText:
     """Terms of `text` (first `max_chars` characters) as a tsvector literal."""
     if not text:
         return EMPTY
-    positions = term_counts(iter_tokens(text[:max_chars]))
+    positions = term_positions(text[:max_chars])
     if not positions:
         return EMPTY
     size = 0

@@ -171,6 +171,26 @@ def term_counts(tokens: Iterable[Token]) -> dict[str, list[int]]:
     return positions
 
 
+def term_positions(text: str) -> dict[str, list[int]]:
+    """Positions of each term of `text`; the same as ``term_counts(iter_tokens(text))``.
+
+    Ingest calls this for every message, so plain ASCII text takes a fast path.
+    """
+    key = normalize(text)
+    if not key.isascii():
+        return term_counts(iter_tokens(key, normalized=True))
+    positions: dict[str, list[int]] = {}
+    for pos, term in enumerate(_ASCII_WORD_RE.findall(key), 1):
+        if len(term) > MAX_TERM_CHARS:
+            term = term[:MAX_TERM_CHARS]
+        plist = positions.get(term)
+        if plist is None:
+            positions[term] = [pos if pos < MAX_POSITION else MAX_POSITION]
+        elif len(plist) < 256 and pos <= MAX_POSITION:
+            plist.append(pos)
+    return positions
+
+
 def tsvector_literal(positions: dict[str, list[int]]) -> str:
     """The text form of a tsvector holding these terms and positions."""
     return " ".join(f"'{term}':{','.join(map(str, plist))}" for term, plist in positions.items())

@@ -80,9 +80,21 @@ _SECRET_PATTERNS = [
 ]
 
 
+# Every secret pattern contains one of these (lower-cased); text without any skips the
+# full pattern set, which is most text.
+_SECRET_TRIGGERS = (
+    "bearer", "basic", "token", "sk-", "akia", "asia", "agpa", "aida", "aroa", "aws_secret",
+    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat", "glpat-", "xox", "aiza", "eyj",
+    "private key", "://", "passw", "pwd", "secret", "api",
+)  # fmt: skip
+
+
 def scrub_secrets(text: str) -> str:
     """`text` with secret-looking strings replaced by ``[redacted]``."""
     if not text:
+        return text
+    lowered = text.lower()
+    if not any(trigger in lowered for trigger in _SECRET_TRIGGERS):
         return text
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub("[redacted]", text)
