@@ -14,15 +14,16 @@ import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pgsearch import policy
+from pgsearch import adapters, policy
 from pgsearch.db.store import Deltas, FileRecord, MessageRow, SessionState, Store
 from pgsearch.errors import ConfigError, IngestError
-from pgsearch.indexing import index_entry, index_session_fields
+from pgsearch.indexing import IndexedText, index_entry, index_session_fields
 from pgsearch.messages import Entry, entry_from_object, iter_jsonl
 from pgsearch.settings import Settings
 
@@ -50,6 +51,26 @@ class FileResult:
     messages: int = 0
     skipped: int = 0
     error: IngestError | None = None
+    #: Where the file went and how it was read (agent logs may pick the workspace).
+    workspace: str = ""
+    format: str = ""
+    #: The file no longer started with what was ingested before, so it was re-read.
+    rewritten: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    shown: str
+    real: Path
+    #: The file record this was prepared against (None: never ingested).
+    snapshot: FileRecord | None
+    #: The record to store once the entries are written.
+    done: FileRecord
+    start: int
+    first_line: int
+    entries: list[Entry]
+    indexed: list[IndexedText]
+    mtime: datetime
 
 
 @dataclass(slots=True)
@@ -112,6 +133,84 @@ class Ingestor:
 
     # --- files --------------------------------------------------------------------
 
+    def _prepare(
+        self, given: Path, real: Path, record: FileRecord | None, session_id: str | None
+    ) -> _Prepared:
+        """Read and parse the new part of a file and index its entries (no database)."""
+        shown = str(given)
+        if not real.is_file():
+            raise IngestError("not a readable file", path=shown)
+        try:
+            data = real.read_bytes()
+            mtime = datetime.fromtimestamp(real.stat().st_mtime, tz=UTC)
+        except OSError as exc:
+            raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None
+        start, first_line = 0, 0
+        if (
+            record is not None
+            and record.size <= len(data)
+            and hashlib.sha256(data[: record.size]).hexdigest() == record.digest
+        ):
+            start, first_line = record.size, record.lines
+        entries = list(
+            iter_jsonl(
+                data[start:],
+                path=shown,
+                session_id=session_id or real.stem,
+                first_line=first_line,
+            )
+        )
+        indexed = [
+            index_entry(
+                e,
+                index_policy=self.settings.index_policy,
+                max_chars=self.settings.max_indexed_chars,
+            )
+            for e in entries
+        ]
+        # Only complete lines are recorded as consumed; a partial last line is read
+        # now but read again next time, when it may have grown.
+        consumed = data.rfind(b"\n") + 1
+        done = FileRecord(
+            str(real),
+            consumed,
+            data.count(b"\n", 0, consumed),
+            hashlib.sha256(data[:consumed]).hexdigest(),
+        )
+        return _Prepared(shown, real, record, done, start, first_line, entries, indexed, mtime)
+
+    def _commit_file(
+        self,
+        workspace: str,
+        given: Path,
+        real: Path,
+        session_id: str | None,
+        prepared: _Prepared | None,
+    ) -> FileResult:
+        """Write one prepared file in one transaction (re-preparing if it went stale)."""
+        shown = str(given)
+        with self.store.transaction(workspace, context=f"ingesting {shown}") as cur:
+            record = self.store.lock_file(cur, workspace, str(real))
+            if prepared is None or prepared.snapshot != record:
+                prepared = self._prepare(given, real, record, session_id)
+            result = FileResult(path=shown, skipped=prepared.first_line)
+            if prepared.entries:
+                inserted = self._write(
+                    cur,
+                    workspace,
+                    prepared.entries,
+                    prepared.indexed,
+                    source=str(real),
+                    fallback_time=prepared.mtime,
+                    continuing=prepared.start > 0,
+                    where=shown,
+                )
+                result.messages = inserted
+                result.skipped += len(prepared.entries) - inserted
+                result.sessions = {e.session_id for e in prepared.entries}
+            self.store.record_file(cur, workspace, prepared.done)
+        return result
+
     def ingest_file(
         self,
         path: str | os.PathLike[str],
@@ -123,55 +222,7 @@ class Ingestor:
         """Ingest one JSON Lines file in one transaction; errors are `IngestError`."""
         check_workspace(workspace)
         given = Path(path)
-        real = confine(given, roots)
-        shown = str(given)
-        if not real.is_file():
-            raise IngestError("not a readable file", path=shown)
-        try:
-            data = real.read_bytes()
-            mtime = datetime.fromtimestamp(real.stat().st_mtime, tz=UTC)
-        except OSError as exc:
-            raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None
-        default_session = session_id or real.stem
-        result = FileResult(path=shown)
-        # Only complete lines are recorded as consumed; a partial last line is read
-        # now but read again next time, when it may have grown.
-        consumed = data.rfind(b"\n") + 1
-        with self.store.transaction(workspace, context=f"ingesting {shown}") as cur:
-            record = self.store.lock_file(cur, workspace, str(real))
-            start, first_line = 0, 0
-            if (
-                record is not None
-                and record.size <= len(data)
-                and hashlib.sha256(data[: record.size]).hexdigest() == record.digest
-            ):
-                start, first_line = record.size, record.lines
-                result.skipped += record.lines
-            entries = list(
-                iter_jsonl(
-                    data[start:], path=shown, session_id=default_session, first_line=first_line
-                )
-            )
-            if entries:
-                inserted = self._write(
-                    cur,
-                    workspace,
-                    entries,
-                    source=str(real),
-                    fallback_time=mtime,
-                    continuing=start > 0,
-                    where=shown,
-                )
-                result.messages = inserted
-                result.skipped += len(entries) - inserted
-                result.sessions = {e.session_id for e in entries}
-            lines = data[:consumed].count(b"\n")
-            self.store.record_file(
-                cur,
-                workspace,
-                FileRecord(str(real), consumed, lines, hashlib.sha256(data[:consumed]).hexdigest()),
-            )
-        return result
+        return self._commit_file(workspace, given, confine(given, roots), session_id, None)
 
     def ingest_paths(
         self,
@@ -181,16 +232,51 @@ class Ingestor:
         roots: Sequence[Path] | None = None,
         on_file: Callable[[FileResult], None] | None = None,
     ) -> IngestReport:
-        """Ingest files and directories; a bad file is reported and the rest go on."""
+        """Ingest files and directories; a bad file is reported and the rest go on.
+
+        The next file is read, parsed and indexed in a worker thread while the current
+        one is written, so Python work overlaps the server's index maintenance. The
+        worker starts from a snapshot of the file records; a file whose record changed
+        meanwhile is prepared again inside its transaction.
+        """
+        check_workspace(workspace)
         report = IngestReport()
+        files: list[tuple[Path, Path | IngestError]] = []
         for path in find_jsonl(paths):
             try:
-                result = self.ingest_file(path, workspace=workspace, roots=roots)
+                files.append((path, confine(path, roots)))
             except IngestError as exc:
-                result = FileResult(path=str(path), error=exc)
-            report.add(result)
-            if on_file is not None:
-                on_file(result)
+                files.append((path, exc))
+        with self.store.transaction(workspace, context="reading file records") as cur:
+            snapshot = self.store.file_records(
+                cur, workspace, [str(r) for _, r in files if isinstance(r, Path)]
+            )
+
+        def prepare(item: tuple[Path, Path | IngestError]) -> _Prepared | IngestError:
+            given, real = item
+            if isinstance(real, IngestError):
+                return real
+            try:
+                return self._prepare(given, real, snapshot.get(str(real)), None)
+            except IngestError as exc:
+                return exc
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgsearch-prepare") as pool:
+            pending = [pool.submit(prepare, files[0])] if files else []
+            for index, (given, real) in enumerate(files):
+                prepared = pending.pop().result()
+                if index + 1 < len(files):
+                    pending.append(pool.submit(prepare, files[index + 1]))
+                try:
+                    if isinstance(prepared, IngestError):
+                        raise prepared
+                    assert isinstance(real, Path)
+                    result = self._commit_file(workspace, given, real, None, prepared)
+                except IngestError as exc:
+                    result = FileResult(path=str(given), error=exc)
+                report.add(result)
+                if on_file is not None:
+                    on_file(result)
         return report
 
     # --- API appends --------------------------------------------------------------
@@ -233,6 +319,7 @@ class Ingestor:
         cur: Any,
         ws: str,
         entries: list[Entry],
+        indexed: list[IndexedText] | None = None,
         *,
         source: str | None,
         fallback_time: datetime,
@@ -252,7 +339,7 @@ class Ingestor:
         next_seq = {sid: s.next_seq for sid, s in states.items()}
         rows: list[MessageRow] = []
         new_fields: dict[str, tuple[str | None, str | None]] = {}
-        for entry in entries:
+        for position, entry in enumerate(entries):
             sid = entry.session_id
             if entry.role == "user" and entry.kind == policy.USER_TEXT:
                 turns[sid] += 1
@@ -260,10 +347,14 @@ class Ingestor:
             last_time[sid] = created
             seq = next_seq[sid] if assign_seq else entry.seq
             next_seq[sid] = max(next_seq[sid], seq + 1)
-            ix = index_entry(
-                entry,
-                index_policy=self.settings.index_policy,
-                max_chars=self.settings.max_indexed_chars,
+            ix = (
+                indexed[position]
+                if indexed is not None
+                else index_entry(
+                    entry,
+                    index_policy=self.settings.index_policy,
+                    max_chars=self.settings.max_indexed_chars,
+                )
             )
             rows.append(
                 MessageRow(

@@ -17,6 +17,11 @@ SELECT size, lines, digest FROM ingested_files
 WHERE workspace_id = %(ws)s AND path = %(path)s FOR UPDATE
 """
 
+FILE_RECORDS = """
+SELECT path, size, lines, digest FROM ingested_files
+WHERE workspace_id = %(ws)s AND path = ANY(%(paths)s::text[])
+"""
+
 RECORD_FILE = """
 INSERT INTO ingested_files (workspace_id, path, size, lines, digest, updated_at)
 VALUES (%(ws)s, %(path)s, %(size)s, %(lines)s, %(digest)s, now())
@@ -117,6 +122,11 @@ RETURNING tsvector_to_array(coalesce(tsv, ''::tsvector)), source
 
 DELETE_SESSION_FILES = """
 DELETE FROM ingested_files WHERE workspace_id = %(ws)s AND path = ANY(%(paths)s::text[])
+"""
+
+SESSIONS_FROM_SOURCE = """
+SELECT session_id FROM sessions
+WHERE workspace_id = %(ws)s AND source = %(source)s ORDER BY session_id
 """
 
 FORGET_WORKSPACE: tuple[LiteralString, ...] = (

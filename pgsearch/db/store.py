@@ -99,6 +99,10 @@ class Store:
         row = cur.fetchone()
         return None if row is None else FileRecord(path, row[0], row[1], row[2])
 
+    def file_records(self, cur: Cursor, ws: str, paths: list[str]) -> dict[str, FileRecord]:
+        cur.execute(q.FILE_RECORDS, {"ws": ws, "paths": paths})
+        return {r[0]: FileRecord(r[0], r[1], r[2], r[3]) for r in cur.fetchall()}
+
     def record_file(self, cur: Cursor, ws: str, record: FileRecord) -> None:
         cur.execute(
             q.RECORD_FILE,
@@ -110,6 +114,11 @@ class Store:
                 "digest": record.digest,
             },
         )
+
+    def sessions_from_source(self, cur: Cursor, ws: str, source: str) -> list[str]:
+        """Ids of the sessions whose messages came from the file `source`."""
+        cur.execute(q.SESSIONS_FROM_SOURCE, {"ws": ws, "source": source})
+        return [r[0] for r in cur.fetchall()]
 
     def lock_sessions(
         self, cur: Cursor, ws: str, session_ids: Iterable[str], source: str | None
