@@ -5,7 +5,8 @@ Scores are Okapi BM25 with k1 = 1.2, b = 0.75 and the Lucene IDF
 workspace's own N, average length and document frequencies. Each query word is a
 *group* of vocabulary terms (the word itself, same-stem forms, prefix and typo
 expansions); a document scores, per group, its best term times that term's match
-weight, so an exact match always outranks a typo match of the same word.
+weight, with the group's largest document frequency for all its terms, so an exact
+match always outranks a typo match of the same word.
 """
 
 from __future__ import annotations
@@ -88,11 +89,14 @@ def score_document(
     for group in groups:
         best = 0.0
         best_term = None
+        # One frequency for the whole group, the largest (as Lucene's blended fuzzy
+        # rewrite does): a rare typo or word form must not outscore the word itself
+        # through a higher IDF.
+        df = max((exp.sf if use_sf else exp.df for exp in group), default=1)
         for exp in group:
             tf = tfs.get(exp.term, 0)
             if not tf:
                 continue
-            df = exp.sf if use_sf else exp.df
             score = exp.weight * term_score(tf, max(df, 1), n, length, corpus.avg_length)
             if score > best:
                 best, best_term = score, exp.term

@@ -1,0 +1,270 @@
+"""BM25 re-ranking, the relative floor, per-session best hits and cursor paging."""
+
+from __future__ import annotations
+
+import math
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pgsearch import ranking
+from pgsearch.ranking import (
+    EXACT,
+    FUZZY_1,
+    FUZZY_2,
+    PREFIX,
+    STEM,
+    Corpus,
+    Expansion,
+    Ranked,
+    idf,
+    page_after,
+    rank,
+    score_document,
+    term_score,
+)
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def hit(session: str, seq: int, score: float, minutes: int = 0) -> Ranked:
+    return Ranked(
+        session_id=session,
+        seq=seq,
+        kind="user_text",
+        score=score,
+        created_at=T0 + timedelta(minutes=minutes),
+        matched=frozenset(),
+    )
+
+
+def ids(hits: list[Ranked]) -> list[tuple[str, int]]:
+    return [(h.session_id, h.seq) for h in hits]
+
+
+# -- BM25 -------------------------------------------------------------------------------
+
+
+def test_reference_parameters() -> None:
+    assert (ranking.K1, ranking.B, ranking.RELATIVE_FLOOR) == (1.2, 0.75, 0.15)
+
+
+@given(st.integers(0, 10**9), st.data())
+def test_lucene_idf_is_never_negative(n: int, data: st.DataObject) -> None:
+    df = data.draw(st.integers(0, n))
+    assert idf(n, df) >= 0.0
+
+
+def test_idf_of_a_term_in_every_document_is_small_but_positive() -> None:
+    assert 0.0 < idf(1000, 1000) < 0.001
+    assert idf(1000, 1) > idf(1000, 10) > idf(1000, 100)
+
+
+def test_idf_by_hand() -> None:
+    # ln(1 + (N - df + 0.5) / (df + 0.5)) with N = 10, df = 2: ln(1 + 8.5 / 2.5)
+    assert idf(10, 2) == pytest.approx(math.log(4.4))
+
+
+def test_term_score_by_hand() -> None:
+    # k1 = 1.2, b = 0.75, tf = 2, length 5, average length 10:
+    # norm = 1.2 * (0.25 + 0.75 * 0.5) = 0.75; tf part = 2 * 2.2 / (2 + 0.75) = 1.6
+    assert term_score(2, 2, 10, 5, 10.0) == pytest.approx(1.6 * math.log(4.4))
+    assert term_score(0, 2, 10, 5, 10.0) == 0.0
+
+
+def test_score_document_by_hand() -> None:
+    corpus = Corpus(n=10, total_length=100)
+    groups = [
+        [Expansion(0, "cron", EXACT, df=2)],
+        [Expansion(1, "lock", EXACT, df=5), Expansion(1, "locks", STEM, df=5)],
+        [Expansion(2, "absent", EXACT, df=1)],
+    ]
+    score, matched = score_document({"cron": 2, "locks": 1, "other": 3}, 5, groups, corpus)
+    cron = 1.6 * math.log(4.4)
+    # tf = 1: 2.2 / (1 + 0.75); idf = ln(1 + 5.5 / 5.5)
+    locks = STEM * (2.2 / 1.75) * math.log(2.0)
+    assert score == pytest.approx(cron + locks)
+    assert matched == {"cron", "locks"}
+
+
+def test_longer_documents_score_lower_for_the_same_tf() -> None:
+    assert term_score(1, 3, 100, 5, 20.0) > term_score(1, 3, 100, 40, 20.0)
+
+
+def test_rarer_terms_score_higher() -> None:
+    assert term_score(1, 1, 100, 10, 10.0) > term_score(1, 50, 100, 10, 10.0)
+
+
+def test_session_field_scores_use_session_frequencies() -> None:
+    corpus = Corpus(n=10, total_length=30)
+    group = [[Expansion(0, "cron", EXACT, df=9, sf=1)]]
+    by_df, _ = score_document({"cron": 1}, 3, group, corpus)
+    by_sf, _ = score_document({"cron": 1}, 3, group, corpus, use_sf=True)
+    assert by_sf > by_df
+
+
+def test_match_weights_order() -> None:
+    assert EXACT > STEM > FUZZY_1 > PREFIX > FUZZY_2 > 0
+
+
+@settings(max_examples=300)
+@given(
+    n=st.integers(2, 10**6),
+    tf=st.integers(1, 50),
+    length=st.integers(1, 500),
+    total=st.integers(1, 10**7),
+    weight=st.sampled_from([STEM, FUZZY_1, FUZZY_2, PREFIX]),
+    data=st.data(),
+)
+def test_exact_match_outranks_an_expansion_with_the_same_tf(
+    n: int, tf: int, length: int, total: int, weight: float, data: st.DataObject
+) -> None:
+    # The word itself must win over its typo, word form or prefix expansion however
+    # rare the expansion is (a rare misspelling is no better evidence than the word).
+    length = max(length, tf)
+    exact_df = data.draw(st.integers(1, n), label="exact_df")
+    other_df = data.draw(st.integers(1, n), label="other_df")
+    corpus = Corpus(n=n, total_length=max(total, n))
+    group = [[Expansion(0, "database", EXACT, exact_df), Expansion(0, "databse", weight, other_df)]]
+    exact, _ = score_document({"database": tf}, length, group, corpus)
+    other, _ = score_document({"databse": tf}, length, group, corpus)
+    assert exact > other
+
+
+def test_a_rare_word_form_does_not_outrank_the_word_itself() -> None:
+    corpus = Corpus(n=1000, total_length=10_000)
+    group = [[Expansion(0, "paint", EXACT, df=200), Expansion(0, "painted", STEM, df=1)]]
+    exact, _ = score_document({"paint": 1}, 10, group, corpus)
+    form, _ = score_document({"painted": 1}, 10, group, corpus)
+    assert exact > form
+
+
+def test_a_document_with_both_forms_counts_the_best_once() -> None:
+    corpus = Corpus(n=100, total_length=1000)
+    group = [[Expansion(0, "paint", EXACT, df=5), Expansion(0, "painted", STEM, df=5)]]
+    both, matched = score_document({"paint": 1, "painted": 1}, 10, group, corpus)
+    exact, _ = score_document({"paint": 1}, 10, group, corpus)
+    assert both == pytest.approx(exact)
+    assert matched == {"paint"}
+
+
+def test_empty_corpus_does_not_divide_by_zero() -> None:
+    score, _ = score_document({"x": 1}, 1, [[Expansion(0, "x", EXACT, 0)]], Corpus(0, 0))
+    assert score >= 0.0
+    assert Corpus(0, 0).avg_length == 0.0
+
+
+# -- ordering, floor, per-session --------------------------------------------------------
+
+
+def test_relative_floor_drops_hits_below_15_percent_of_the_top() -> None:
+    hits = [hit("a", 0, 10.0), hit("b", 0, 1.51), hit("c", 0, 1.49), hit("d", 0, 0.1)]
+    assert ids(rank(hits, per_session=False)) == [("a", 0), ("b", 0)]
+
+
+def test_floor_can_be_turned_off() -> None:
+    hits = [hit("a", 0, 10.0), hit("b", 0, 0.1)]
+    assert len(rank(hits, per_session=False, floor=0.0)) == 2
+
+
+def test_all_zero_scores_are_kept() -> None:
+    hits = [hit("a", 0, 0.0, 1), hit("b", 0, 0.0, 2)]
+    assert ids(rank(hits, per_session=False)) == [("b", 0), ("a", 0)]
+
+
+def test_rank_of_nothing_is_nothing() -> None:
+    assert rank([], per_session=True) == []
+
+
+def test_per_session_keeps_each_sessions_best_hit() -> None:
+    hits = [
+        hit("a", 0, 3.0),
+        hit("a", 1, 9.0),
+        hit("b", 5, 8.0),
+        hit("b", 6, 8.5),
+        hit("c", 2, 2.0),
+    ]
+    assert ids(rank(hits, per_session=True)) == [("a", 1), ("b", 6), ("c", 2)]
+    assert len(rank(hits, per_session=False)) == 5
+
+
+def test_ties_go_to_the_newest_then_a_stable_order() -> None:
+    hits = [
+        hit("b", 1, 5.0, minutes=1),
+        hit("a", 2, 5.0, minutes=1),
+        hit("a", 1, 5.0, minutes=1),
+        hit("z", 0, 5.0, minutes=9),
+        hit("y", 0, 7.0, minutes=0),
+    ]
+    expected = [("y", 0), ("z", 0), ("a", 1), ("a", 2), ("b", 1)]
+    for seed in range(5):
+        shuffled = hits[:]
+        random.Random(seed).shuffle(shuffled)
+        assert ids(rank(shuffled, per_session=False)) == expected
+
+
+def test_scores_equal_up_to_float_noise_are_ties() -> None:
+    older = hit("a", 0, 0.1 + 0.2, minutes=0)
+    newer = hit("b", 0, 0.3, minutes=5)
+    assert ids(rank([older, newer], per_session=False)) == [("b", 0), ("a", 0)]
+
+
+# -- paging ---------------------------------------------------------------------------------
+
+HITS = st.lists(
+    st.tuples(
+        st.sampled_from("abcdef"),
+        st.integers(0, 30),
+        st.sampled_from([0.5, 1.0, 2.0, 2.0000000001, 3.5, 7.0]),
+        st.integers(0, 5),
+    ),
+    max_size=60,
+    unique_by=lambda t: (t[0], t[1]),
+).map(lambda rows: [hit(s, seq, score, minutes) for s, seq, score, minutes in rows])
+
+
+@settings(max_examples=200)
+@given(HITS, st.integers(1, 7), st.booleans())
+def test_paging_never_repeats_or_skips(hits: list[Ranked], limit: int, per_session: bool) -> None:
+    ranked = rank(hits, per_session=per_session)
+    seen: list[Ranked] = []
+    after = None
+    for _ in range(len(ranked) + 2):
+        page, more = page_after(ranked, after, limit)
+        assert len(page) <= limit
+        seen.extend(page)
+        if not more:
+            break
+        assert page
+        after = page[-1].order_key
+    assert ids(seen) == ids(ranked)
+
+
+@settings(max_examples=200)
+@given(HITS, HITS, st.integers(1, 7))
+def test_a_hit_arriving_between_pages_never_repeats_a_seen_hit(
+    hits: list[Ranked], arriving: list[Ranked], limit: int
+) -> None:
+    first, _ = page_after(rank(hits, per_session=False, floor=0.0), None, limit)
+    if not first:
+        return
+    known = set(ids(hits))
+    later = hits + [h for h in arriving if (h.session_id, h.seq) not in known]
+    second, _ = page_after(rank(later, per_session=False, floor=0.0), first[-1].order_key, limit)
+    assert not set(ids(first)) & set(ids(second))
+
+
+def test_page_after_the_last_hit_is_empty() -> None:
+    ranked = rank([hit("a", 0, 1.0), hit("b", 0, 2.0)], per_session=False)
+    page, more = page_after(ranked, ranked[-1].order_key, 10)
+    assert (page, more) == ([], False)
+
+
+def test_more_is_false_on_an_exact_last_page() -> None:
+    ranked = rank([hit("a", i, 1.0, i) for i in range(4)], per_session=False)
+    page, more = page_after(ranked, None, 4)
+    assert len(page) == 4
+    assert not more
