@@ -1,0 +1,1 @@
+"""Benchmarks for pgsearch: a seeded corpus generator, speed and quality harnesses."""
