@@ -1,0 +1,282 @@
+"""Codex CLI rollout logs: ``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``.
+
+Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}``. The first is
+``session_meta`` (session id, working directory, CLI version); the conversation is
+in ``response_item`` lines, mapped as follows:
+
+- ``message`` from the user -> ``user_text``, except the context Codex injects
+  (``<environment_context>``, ``<user_instructions>``, AGENTS.md) -> ``system``;
+  from the assistant -> ``assistant_text``; ``developer``/``system`` -> ``system``;
+- ``function_call``, ``custom_tool_call``, ``local_shell_call``, ``web_search_call``
+  -> ``tool_input`` with the tool name (arguments stored, indexed only by policy);
+- ``function_call_output`` / ``custom_tool_call_output`` -> ``tool_output``, or
+  ``tool_error`` when Codex marked it failed (``success: false``) or the text reads
+  as an error, named after the call it answers;
+- ``compacted`` (a compaction summary) -> ``summary``.
+
+``event_msg`` lines repeat the same conversation for the terminal UI and
+``turn_context`` lines hold settings, so both are skipped, as are ``reasoning``
+items (usually encrypted). Older rollouts without the envelope (a bare
+``{"id", "timestamp", "instructions"}`` first line, then bare items) are read too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import PurePath
+from typing import Any
+
+from pgsearch import policy
+from pgsearch.adapters.common import (
+    FileHeader,
+    ToolNames,
+    arguments_json,
+    head_objects,
+    ident,
+    json_lines,
+    text,
+    timestamp,
+)
+from pgsearch.errors import IngestError
+from pgsearch.messages import Entry
+
+NAME = "codex"
+ENVELOPE_TYPES = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+)
+ITEM_TYPES = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+    }
+)
+_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+#: User-role text Codex writes itself: instructions and environment context.
+_INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<INSTRUCTIONS>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+)
+_EXIT_RE = re.compile(r"Exit code: (-?\d+)\b")
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+
+
+def looks_like(obj: dict[str, Any]) -> bool:
+    """Whether a decoded line is a Codex rollout line (with or without envelope)."""
+    if obj.get("type") in ENVELOPE_TYPES and isinstance(obj.get("payload"), dict):
+        return True
+    if "role" not in obj and "id" in obj and "timestamp" in obj and "instructions" in obj:
+        return True  # the first line of an older rollout
+    return "record_type" in obj and "role" not in obj
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any] | None:
+    if obj.get("type") == "session_meta" and isinstance(obj.get("payload"), dict):
+        payload: dict[str, Any] = obj["payload"]
+        return payload
+    if "type" not in obj and "id" in obj and "timestamp" in obj:
+        return obj
+    return None
+
+
+def header(data: bytes, *, default_session: str) -> FileHeader:
+    """Session id and working directory from ``session_meta`` (else the file name)."""
+    for obj in head_objects(data):
+        meta = _meta(obj)
+        if meta is None:
+            continue
+        started = None
+        if isinstance(meta.get("timestamp"), str):
+            try:
+                started = timestamp(meta["timestamp"], path="", line=0)
+            except IngestError:
+                started = None
+        cwd = text(meta.get("cwd")) or None
+        sid = ident(meta.get("id")) or _session_from_name(default_session)
+        return FileHeader(session_id=sid, cwd=cwd, started_at=started)
+    return FileHeader(session_id=_session_from_name(default_session))
+
+
+def _session_from_name(stem: str) -> str:
+    """The id at the end of ``rollout-2025-01-02T03-04-05-<uuid>``, else the name."""
+    name = PurePath(stem).name
+    match = _UUID_RE.search(name)
+    return match.group(0) if match else name
+
+
+def _tool_name_in(line: Any, call_id: str) -> str | None:
+    if not isinstance(line, dict):
+        return None
+    payload = line.get("payload")
+    item: dict[str, Any] = payload if isinstance(payload, dict) else line
+    if item.get("call_id") == call_id and item.get("type") in _CALLS:
+        return _call_name(item)
+    return None
+
+
+def _call_name(item: dict[str, Any]) -> str:
+    if item.get("type") == "local_shell_call":
+        return "local_shell"
+    if item.get("type") == "web_search_call":
+        return "web_search"
+    return ident(item.get("name")) or "unknown"
+
+
+def _content_text(content: Any) -> str:
+    parts: list[str] = []
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, dict):
+            if isinstance(part.get("text"), str):
+                parts.append(text(part["text"]))
+            elif part.get("type") in ("input_image", "image"):
+                parts.append("[image]")
+    if isinstance(content, str):
+        parts.append(text(content))
+    return "\n".join(p for p in parts if p)
+
+
+def _output(value: Any) -> tuple[str, bool, dict[str, Any]]:
+    """(text, marked as failed, extra) of a call output in any of its shapes.
+
+    A command that exited non-zero counts as marked failed by the source, as Codex
+    itself reports it.
+    """
+    extra: dict[str, Any] = {}
+    if isinstance(value, dict):  # {"content": ..., "success": false}
+        body = _content_text(value.get("content")) or text(value.get("content"))
+        return body, value.get("success") is False, extra
+    if isinstance(value, list):
+        return _content_text(value), False, extra
+    body = text(value)
+    if body.startswith("{"):
+        # Older rollouts wrap shell results: {"output": "...", "metadata": {...}}.
+        try:
+            decoded = json.loads(body)
+        except (ValueError, RecursionError):
+            decoded = None
+        if isinstance(decoded, dict) and isinstance(decoded.get("output"), str):
+            meta = decoded.get("metadata")
+            code = meta.get("exit_code") if isinstance(meta, dict) else None
+            if isinstance(code, int) and not isinstance(code, bool):
+                extra["exit_code"] = code
+            return text(decoded["output"]), bool(extra.get("exit_code")), extra
+    # Newer rollouts put it in the text: "Exit code: 1\nWall time: ...\nOutput:\n...".
+    match = _EXIT_RE.match(body)
+    if match:
+        extra["exit_code"] = int(match.group(1))
+    return body, bool(extra.get("exit_code")), extra
+
+
+def parse(
+    data: bytes, start: int, end: int, first_line: int, *, path: str, header: FileHeader
+) -> list[Entry]:
+    """Entries of the complete lines in ``data[start:end]``."""
+    sid = header.session_id
+    tools = ToolNames(data, start, _tool_name_in)
+    entries: list[Entry] = []
+    for lineno, obj in json_lines(data, start, end, first_line, path=path):
+        if not isinstance(obj, dict):
+            raise IngestError(
+                f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno
+            )
+        created = timestamp(obj.get("timestamp"), path=path, line=lineno)
+        kind = obj.get("type")
+        if kind in ENVELOPE_TYPES:
+            payload = obj.get("payload")
+            if not isinstance(payload, dict):
+                continue
+            if kind == "compacted":
+                summary = text(payload.get("message")).strip()
+                if summary:
+                    entries.append(
+                        Entry(
+                            session_id=sid,
+                            seq=lineno - 1,
+                            role="system",
+                            kind=policy.SUMMARY,
+                            content=summary,
+                            created_at=created,
+                            summary=summary,
+                            extra={"line": lineno},
+                        )
+                    )
+                continue
+            if kind != "response_item":
+                continue
+            item = payload
+        elif kind in ITEM_TYPES:
+            item = obj  # an older rollout: bare response items
+            if created is None and not entries:
+                created = header.started_at
+        else:
+            continue
+        entry = _item_entry(item, sid, lineno, created, tools)
+        if entry is not None:
+            entries.append(entry)
+    return entries
+
+
+def _item_entry(
+    item: dict[str, Any], sid: str, lineno: int, created: Any, tools: ToolNames
+) -> Entry | None:
+    itype = item.get("type")
+    extra: dict[str, Any] = {"line": lineno}
+    call_id = ident(item.get("call_id"))
+    if call_id:
+        extra["call_id"] = call_id
+    role, kind, content, tool_name, arguments = "", "", "", None, ""
+    if itype == "message":
+        content = _content_text(item.get("content"))
+        source_role = item.get("role")
+        if not content.strip():
+            return None
+        if source_role == "assistant":
+            role, kind = "assistant", policy.ASSISTANT_TEXT
+        elif source_role == "user" and not content.lstrip().startswith(_INJECTED_PREFIXES):
+            role, kind = "user", policy.USER_TEXT
+        else:
+            role, kind = "system", policy.SYSTEM
+            if isinstance(source_role, str):
+                extra["source_role"] = text(source_role)
+    elif itype in _CALLS:
+        tool_name = _call_name(item)
+        tools.add(call_id, tool_name)
+        if itype == "function_call":
+            args = arguments_json(item.get("arguments"))
+        elif itype == "custom_tool_call":
+            args = arguments_json(item.get("input"))
+        else:
+            args = arguments_json(item.get("action"))
+        role, kind, arguments = "assistant", policy.TOOL_INPUT, f"{tool_name}({args})"
+    elif itype in _OUTPUTS:
+        content, failed, more = _output(item.get("output"))
+        extra.update(more)
+        error = policy.is_tool_error(content, marked=failed)
+        role, kind = "tool", policy.TOOL_ERROR if error else policy.TOOL_OUTPUT
+        tool_name = tools.get(call_id)
+    else:
+        return None
+    return Entry(
+        session_id=sid,
+        seq=lineno - 1,
+        role=role,
+        kind=kind,
+        content=content,
+        created_at=created,
+        entry_id=ident(item.get("id")),
+        tool_name=tool_name,
+        arguments=arguments,
+        extra=extra,
+    )
