@@ -144,5 +144,9 @@ def clip(text: str, max_bytes: int) -> str:
     size = utf8_len(text)
     if size <= max_bytes:
         return text
-    note = f" {ELLIPSIS}[{size - max_bytes:,} more bytes]"
-    return truncate_bytes(text, max(max_bytes - utf8_len(note), 0)) + note
+    # The note's length depends on its number, which is at most `size`: room for that.
+    room = max_bytes - utf8_len(f" {ELLIPSIS}[{size:,} more bytes]")
+    if room <= 0:
+        return truncate_bytes(text, max_bytes)
+    kept = truncate_bytes(text, room)
+    return f"{kept} {ELLIPSIS}[{size - utf8_len(kept):,} more bytes]"

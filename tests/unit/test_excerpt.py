@@ -1,0 +1,245 @@
+"""Excerpts (UTF-8 bounded, centred on the first match, matches marked) and windows."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pgsearch.excerpt import (
+    ELLIPSIS,
+    MARK_CLOSE,
+    MARK_OPEN,
+    clip,
+    make_excerpt,
+    match_spans,
+    truncate_bytes,
+    utf8_len,
+    window_bounds,
+)
+from pgsearch.normalize import tokenize
+from pgsearch.types import DEFAULT_EXCERPT_BYTES, MAX_EXCERPT_BYTES, MAX_WINDOW
+
+#: Text with one- to four-byte characters, spaces and line breaks in the mix.
+MIXED = st.text(st.sampled_from(list("ab cdé\u0301ß東京タワー한😀🇯🇵\n\t ")), max_size=600)
+ANY_TEXT = st.one_of(st.text(max_size=800), MIXED)
+
+
+def flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def unmarked(excerpt: str) -> str:
+    return excerpt.replace(MARK_OPEN, "").replace(MARK_CLOSE, "").strip(ELLIPSIS).strip()
+
+
+# -- byte bounds and character boundaries ------------------------------------------
+
+
+@settings(max_examples=300)
+@given(ANY_TEXT, st.lists(ANY_TEXT, max_size=3), st.integers(0, MAX_EXCERPT_BYTES))
+def test_excerpt_never_exceeds_max_bytes(text: str, words: list[str], max_bytes: int) -> None:
+    terms = [t for w in words for t in tokenize(w)]
+    assert utf8_len(make_excerpt(text, terms, max_bytes)) <= max_bytes
+
+
+@settings(max_examples=300)
+@given(MIXED, MIXED, st.integers(40, 700))
+def test_excerpt_cut_never_splits_a_character(before: str, after: str, max_bytes: int) -> None:
+    text = before + " needle " + after
+    excerpt = make_excerpt(text, ["needle"], max_bytes)
+    assert "\ufffd" not in excerpt
+    # What is left, marks and ellipses aside, is a piece of the original text.
+    assert unmarked(excerpt) in flat(text)
+
+
+@settings(max_examples=300)
+@given(MIXED, MIXED, st.integers(40, MAX_EXCERPT_BYTES))
+def test_first_match_is_in_the_excerpt_and_marked(before: str, after: str, max_bytes: int) -> None:
+    text = before + " needle " + after
+    excerpt = make_excerpt(text, ["needle"], max_bytes)
+    assert f"{MARK_OPEN}needle{MARK_CLOSE}" in excerpt
+
+
+@settings(max_examples=200)
+@given(st.text(max_size=300), st.integers(0, 3000))
+def test_truncate_bytes_is_a_prefix_within_the_limit(text: str, max_bytes: int) -> None:
+    cut = truncate_bytes(text, max_bytes)
+    assert text.startswith(cut)
+    assert utf8_len(cut) <= max_bytes
+    # The longest such prefix: one more character would not fit.
+    if cut != text:
+        assert utf8_len(text[: len(cut) + 1]) > max_bytes
+
+
+# -- centring and marking -------------------------------------------------------------
+
+
+def test_excerpt_is_centred_on_the_first_match() -> None:
+    text = "lorem ipsum " * 200 + "the advisory lock decision " + "dolor sit amet " * 200
+    excerpt = make_excerpt(text, ["advisory"], 300)
+    assert utf8_len(excerpt) <= 300
+    assert excerpt.startswith(ELLIPSIS)
+    assert excerpt.endswith(ELLIPSIS)
+    before, _, after = excerpt.partition(f"{MARK_OPEN}advisory{MARK_CLOSE}")
+    # Some context on each side, more of it after the match than before.
+    assert 30 <= utf8_len(before) <= 150
+    assert utf8_len(after) > utf8_len(before)
+
+
+def test_excerpt_anchors_on_the_first_of_several_matches() -> None:
+    text = "alpha " * 100 + "needle one " + "beta " * 300 + "needle two " + "gamma " * 100
+    excerpt = make_excerpt(text, ["needle"], 200)
+    assert f"{MARK_OPEN}needle{MARK_CLOSE} one" in excerpt
+    assert "two" not in excerpt
+
+
+def test_excerpt_starts_at_a_word_boundary() -> None:
+    text = "wordy " * 100 + "needle " + "tail " * 100
+    excerpt = make_excerpt(text, ["needle"], 120)
+    assert excerpt.startswith(ELLIPSIS + "wordy")
+
+
+def test_match_at_the_very_end() -> None:
+    text = "filler " * 300 + "needle"
+    excerpt = make_excerpt(text, ["needle"], 100)
+    assert excerpt.endswith(f"{MARK_OPEN}needle{MARK_CLOSE}")
+    assert excerpt.startswith(ELLIPSIS)
+
+
+def test_short_text_is_returned_whole_with_every_match_marked() -> None:
+    excerpt = make_excerpt("Keep the  cron\njob, drop the cron   loop", ["cron"], 600)
+    assert excerpt == "Keep the **cron** job, drop the **cron** loop"
+
+
+def test_no_match_gives_the_start_of_the_text() -> None:
+    text = "first words " + "more " * 500
+    excerpt = make_excerpt(text, ["absent"], 100)
+    assert excerpt.startswith("first words")
+    assert excerpt.endswith(ELLIPSIS)
+    assert MARK_OPEN not in excerpt
+
+
+def test_empty_and_blank_text_give_an_empty_excerpt() -> None:
+    assert make_excerpt("", ["x"], 600) == ""
+    assert make_excerpt(" \n\t ", ["x"], 600) == ""
+
+
+def test_matches_are_found_through_normalisation() -> None:
+    # Terms are normalised vocabulary terms: accents, case and typos' targets alike.
+    assert make_excerpt("Add a Pokémon search", ["pokemon"], 600) == "Add a **Pokémon** search"
+    assert make_excerpt("the DATABASE is down", ["database"], 600) == "the **DATABASE** is down"
+    assert make_excerpt("resolve_dirs(config) fails", ["config"], 600) == (
+        "resolve_dirs(**config**) fails"
+    )
+
+
+def test_cjk_matches_are_marked_inside_a_run() -> None:
+    excerpt = make_excerpt("例えば東京タワーのグッズ", ["東京"], 600)
+    assert excerpt == "例えば**東京**タワーのグッズ"
+
+
+def test_match_spans_merge_adjacent_cjk_pieces() -> None:
+    assert match_spans("東京タワー", ["東京", "京タ"]) == [(0, 3)]
+    assert match_spans("cron and cron", ["cron"]) == [(0, 4), (9, 13)]
+    assert match_spans("anything", []) == []
+
+
+def test_default_and_cap_sizes() -> None:
+    assert (DEFAULT_EXCERPT_BYTES, MAX_EXCERPT_BYTES) == (600, 2000)
+    text = "x" * 10 + " needle " + "東京" * 2000
+    assert utf8_len(make_excerpt(text, ["needle"], MAX_EXCERPT_BYTES)) <= MAX_EXCERPT_BYTES
+
+
+# -- windows ---------------------------------------------------------------------------------
+
+
+@settings(max_examples=500)
+@given(st.integers(-5, 200), st.integers(-5, 200))
+def test_window_keeps_the_anchor_and_at_most_16(before: int, after: int) -> None:
+    nb, na = window_bounds(before, after, MAX_WINDOW)
+    assert 0 <= nb <= max(before, 0)
+    assert 0 <= na <= max(after, 0)
+    assert nb + na + 1 <= MAX_WINDOW
+
+
+@settings(max_examples=500)
+@given(st.integers(0, 200), st.integers(0, 200), st.integers(1, 60))
+def test_window_uses_its_room_and_stays_centred_when_trimmed(
+    before: int, after: int, max_window: int
+) -> None:
+    nb, na = window_bounds(before, after, max_window)
+    room = max_window - 1
+    assert nb + na <= room
+    if before + after <= room:
+        assert (nb, na) == (before, after)
+        return
+    # Trimmed: the window is full, and centred unless one side asked for less.
+    assert nb + na == room
+    half = room // 2
+    if before >= half + 1 and after >= half + 1:
+        assert abs(nb - na) <= 1
+    if before < half:
+        assert nb == before
+    if after < half:
+        assert na == after
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (3, 3, (3, 3)),
+        (0, 0, (0, 0)),
+        (15, 0, (15, 0)),
+        (0, 15, (0, 15)),
+        (100, 100, (7, 8)),
+        (100, 0, (15, 0)),
+        (0, 100, (0, 15)),
+        (2, 100, (2, 13)),
+        (100, 2, (13, 2)),
+        (-3, 4, (0, 4)),
+    ],
+)
+def test_window_bounds_examples(before: int, after: int, expected: tuple[int, int]) -> None:
+    assert window_bounds(before, after, MAX_WINDOW) == expected
+
+
+# -- clip ------------------------------------------------------------------------------------
+
+
+def test_clip_leaves_short_text_alone() -> None:
+    assert clip("short", 100) == "short"
+    assert clip("", 0) == ""
+
+
+def test_clip_cuts_and_says_how_much_was_left_out() -> None:
+    text = "hello world " * 10  # 120 bytes
+    clipped = clip(text, 30)
+    assert utf8_len(clipped) <= 30
+    kept, _, note = clipped.partition(f" {ELLIPSIS}[")
+    assert text.startswith(kept)
+    assert note == f"{utf8_len(text) - utf8_len(kept)} more bytes]"
+
+
+@settings(max_examples=300)
+@given(ANY_TEXT, st.integers(0, 1000))
+def test_clip_never_exceeds_max_bytes(text: str, max_bytes: int) -> None:
+    clipped = clip(text, max_bytes)
+    assert utf8_len(clipped) <= max_bytes
+    if utf8_len(text) <= max_bytes:
+        assert clipped == text
+
+
+@settings(max_examples=300)
+@given(ANY_TEXT, st.integers(40, 1000))
+def test_clip_note_counts_the_bytes_left_out(text: str, max_bytes: int) -> None:
+    clipped = clip(text, max_bytes)
+    if clipped == text:
+        return
+    match = re.fullmatch(rf"(.*) {ELLIPSIS}\[([\d,]+) more bytes\]", clipped, re.DOTALL)
+    assert match is not None
+    kept, count = match.group(1), int(match.group(2).replace(",", ""))
+    assert text.startswith(kept)
+    assert utf8_len(kept) + count == utf8_len(text)
