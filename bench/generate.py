@@ -262,11 +262,12 @@ class TextMaker:
         return self._sql()
 
     def latin(self, n_words: int, *, accented: bool = False) -> tuple[str, list[str], list[str]]:
-        """Sentences of `n_words` words: (text, vocabulary words used, accented words)."""
+        """Sentences of `n_words` words: (text, vocabulary words as written, accented words)."""
         rng = self.rng
         used = self.v.sample(rng, n_words)
         out: list[str] = []
         accents: list[str] = []
+        emitted: list[str] = []
         sentence = 0
         for word in used:
             token = self._token(word)
@@ -277,6 +278,8 @@ class TextMaker:
                     token = add_accents(word, rng)
                 if token != word:
                     accents.append(token)
+            if token == word:
+                emitted.append(word)
             if sentence == 0 and token[:1].isalpha():
                 token = token[:1].upper() + token[1:]
             sentence += 1
@@ -289,7 +292,7 @@ class TextMaker:
         text = " ".join(out)
         if text and text[-1].isalnum():
             text += "."
-        return text, used, accents
+        return text, emitted, accents
 
     def cjk(self, n_words: int) -> tuple[str, list[str], list[str]]:
         """CJK text with a few Latin technical words: (text, Latin words, CJK words)."""
