@@ -99,12 +99,16 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("workspace_id", "session_id", "seq", name="messages_pkey"),
     )
+    # New entries go to GIN's pending list and are merged in bulk: about 3x cheaper
+    # than inserting each entry into the tree. A small list limit bounds both the
+    # merge an unlucky insert pays and the list every search scans; bulk ingest
+    # merges the list itself when it finishes (gin_clean_pending_list).
     op.create_index(
         "messages_tsv_idx",
         "messages",
         ["workspace_id", "tsv"],
         postgresql_using="gin",
-        postgresql_with={"fastupdate": "off"},
+        postgresql_with={"fastupdate": "on", "gin_pending_list_limit": "1024"},
     )
     op.create_index(
         "messages_created_idx",

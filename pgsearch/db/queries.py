@@ -60,6 +60,31 @@ ON CONFLICT (workspace_id, session_id, seq) DO NOTHING
 RETURNING session_id, seq
 """
 
+# A session-local staging table for COPY; emptied at every commit.
+CREATE_STAGE = """
+CREATE TEMP TABLE IF NOT EXISTS pgsearch_stage (
+    session_id text, seq int, entry_id text, kind text, role text, turn int,
+    tool_name text, created_at timestamptz, content text, arguments text, extra jsonb,
+    tsv tsvector, token_count int
+) ON COMMIT DELETE ROWS
+"""
+
+COPY_STAGE = """
+COPY pgsearch_stage (session_id, seq, entry_id, kind, role, turn, tool_name, created_at,
+                     content, arguments, extra, tsv, token_count) FROM STDIN
+"""
+
+INSERT_FROM_STAGE = """
+WITH moved AS (DELETE FROM pgsearch_stage RETURNING *)
+INSERT INTO messages (workspace_id, session_id, seq, entry_id, kind, role, turn, tool_name,
+                      created_at, content, arguments, extra, tsv, token_count)
+SELECT %(ws)s, session_id, seq, entry_id, kind, role, turn, tool_name, created_at, content,
+       arguments, extra, tsv, token_count
+FROM moved
+ON CONFLICT (workspace_id, session_id, seq) DO NOTHING
+RETURNING session_id, seq
+"""
+
 # Terms are sorted so that concurrent writers lock vocabulary rows in one order.
 UPSERT_VOCABULARY = """
 INSERT INTO vocabulary AS v (workspace_id, term, stem, df, sf)

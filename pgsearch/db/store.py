@@ -76,6 +76,14 @@ class Deltas:
     length: Counter[str] = field(default_factory=Counter)
 
 
+#: Batches at least this large are written with COPY instead of bound arrays.
+_COPY_THRESHOLD = 64
+
+
+def _json(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
 class Store:
     """Named operations over one `Connector`."""
 
@@ -149,28 +157,50 @@ class Store:
         """Insert rows not already stored; returns the keys inserted, deltas updated."""
         if not rows:
             return set()
-        cur.execute(
-            q.INSERT_MESSAGES,
-            {
-                "ws": ws,
-                "session_id": [r.session_id for r in rows],
-                "seq": [r.seq for r in rows],
-                "entry_id": [r.entry_id for r in rows],
-                "kind": [r.kind for r in rows],
-                "role": [r.role for r in rows],
-                "turn": [r.turn for r in rows],
-                "tool_name": [r.tool_name for r in rows],
-                "created_at": [r.created_at for r in rows],
-                "content": [r.content for r in rows],
-                "arguments": [r.arguments for r in rows],
-                "extra": [
-                    None if r.extra is None else json.dumps(r.extra, ensure_ascii=False)
-                    for r in rows
-                ],
-                "tsv": [r.tsvector for r in rows],
-                "token_count": [r.token_count for r in rows],
-            },
-        )
+        if len(rows) < _COPY_THRESHOLD:
+            cur.execute(
+                q.INSERT_MESSAGES,
+                {
+                    "ws": ws,
+                    "session_id": [r.session_id for r in rows],
+                    "seq": [r.seq for r in rows],
+                    "entry_id": [r.entry_id for r in rows],
+                    "kind": [r.kind for r in rows],
+                    "role": [r.role for r in rows],
+                    "turn": [r.turn for r in rows],
+                    "tool_name": [r.tool_name for r in rows],
+                    "created_at": [r.created_at for r in rows],
+                    "content": [r.content for r in rows],
+                    "arguments": [r.arguments for r in rows],
+                    "extra": [_json(r.extra) for r in rows],
+                    "tsv": [r.tsvector for r in rows],
+                    "token_count": [r.token_count for r in rows],
+                },
+            )
+        else:
+            # Large batches go through COPY into a session-local staging table: the
+            # driver formats rows in C, far cheaper than binding big arrays.
+            cur.execute(q.CREATE_STAGE)
+            with cur.copy(q.COPY_STAGE) as copy:
+                for r in rows:
+                    copy.write_row(
+                        (
+                            r.session_id,
+                            r.seq,
+                            r.entry_id,
+                            r.kind,
+                            r.role,
+                            r.turn,
+                            r.tool_name,
+                            r.created_at,
+                            r.content,
+                            r.arguments,
+                            _json(r.extra),
+                            r.tsvector,
+                            r.token_count,
+                        )
+                    )
+            cur.execute(q.INSERT_FROM_STAGE, {"ws": ws})
         inserted = {(sid, seq) for sid, seq in cur.fetchall()}
         for r in rows:
             if (r.session_id, r.seq) in inserted:
