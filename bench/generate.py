@@ -85,7 +85,9 @@ class Config:
 
     def label(self) -> str:
         n = self.messages
-        return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k"
+        if n % 1_000_000 == 0:
+            return f"{n // 1_000_000}M"
+        return f"{n // 1000}k" if n % 1000 == 0 else str(n)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,53 @@
+"""The benchmark code at a tiny scale, so that it keeps working as pgsearch changes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import generate, speed
+
+
+def test_generator_is_deterministic(tmp_path: Path) -> None:
+    cfg = generate.Config(messages=400, workspaces=3, queries_per_class=4)
+    a = generate.generate(cfg, tmp_path / "a", quiet=True)
+    b = generate.generate(cfg, tmp_path / "b", quiet=True)
+    assert a["stats"] == b["stats"]
+    assert (tmp_path / "a" / "queries.jsonl").read_bytes() == (
+        tmp_path / "b" / "queries.jsonl"
+    ).read_bytes()
+    assert a["stats"]["messages"] == 400
+    files = sorted((tmp_path / "a" / "corpus").rglob("*.jsonl"))
+    assert {p.parent.name for p in files} == {"ws00", "ws01", "ws02"}
+    for line in (tmp_path / "a" / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        query = json.loads(line)
+        assert query["class"] in generate.QUERY_CLASSES
+        assert query["class"] == "browse" or query["relevant"]
+
+
+def test_speed_harness_runs_end_to_end(dsn: str, tmp_path: Path) -> None:
+    opts = speed.Options(
+        messages=300,
+        workspaces=3,
+        queries_per_class=4,
+        jobs=1,
+        appends=5,
+        dsn=dsn,
+        out=tmp_path / "results",
+        corpus=tmp_path / "corpus",
+        trgm_per_class=2,
+        quiet=True,
+    )
+    results = speed.run(opts)
+    ingest = results["ingest"]
+    assert ingest["bulk"]["errors"] == 0 and ingest["tail"]["errors"] == 0
+    assert ingest["bulk"]["messages"] + ingest["tail"]["messages"] == 300
+    assert results["append"]["n"] == 5
+    assert {"exact", "typo", "browse"} <= set(results["search"])
+    assert results["search"]["exact"]["recall10_session"] > 0
+    assert results["plan_check"]["messages_seq_scans_during_search"] == 0
+    assert {"fts", "trgm", "sqlite", "bm25s"} <= set(results["alternatives"])
+    assert "exact" in results["alternatives"]["fts"]["search"]
+    written = json.loads((tmp_path / "results" / "speed-300.json").read_text(encoding="utf-8"))
+    assert written["label"] == results["label"]
+    assert "| exact |" in speed.render(results)
