@@ -103,10 +103,22 @@ class PgSearch:
         workspace: str,
         session_id: str | None = None,
         roots: Sequence[str | os.PathLike[str]] | None = None,
+        format: str = "auto",
+        workspace_from_cwd: bool = False,
     ) -> FileResult:
-        """Ingest one JSON Lines file (one transaction); raises `IngestError`."""
+        """Ingest one JSON Lines file (one transaction); raises `IngestError`.
+
+        `format`: ``auto`` (detected per file), ``openai``, ``claude-code`` or
+        ``codex``. With `workspace_from_cwd`, an agent log goes to the workspace named
+        by its working directory (`workspace` when it names none).
+        """
         return self._ingestor.ingest_file(
-            path, workspace=workspace, session_id=session_id, roots=_roots(roots)
+            path,
+            workspace=workspace,
+            session_id=session_id,
+            roots=_roots(roots),
+            format=format,
+            workspace_from_cwd=workspace_from_cwd,
         )
 
     def ingest_paths(
@@ -116,10 +128,17 @@ class PgSearch:
         workspace: str,
         roots: Sequence[str | os.PathLike[str]] | None = None,
         on_file: Callable[[FileResult], None] | None = None,
+        format: str = "auto",
+        workspace_from_cwd: bool = False,
     ) -> IngestReport:
         """Ingest files and directories (``*.jsonl``); bad files are reported, not raised."""
         return self._ingestor.ingest_paths(
-            paths, workspace=workspace, roots=_roots(roots), on_file=on_file
+            paths,
+            workspace=workspace,
+            roots=_roots(roots),
+            on_file=on_file,
+            format=format,
+            workspace_from_cwd=workspace_from_cwd,
         )
 
     def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:

@@ -15,7 +15,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,9 @@ class _Prepared:
     entries: list[Entry]
     indexed: list[IndexedText]
     mtime: datetime
+    format: str = adapters.OPENAI
+    #: The file no longer starts with the bytes ingested before: forget its sessions.
+    rewrite: bool = False
 
 
 @dataclass(slots=True)
@@ -94,6 +97,38 @@ class IngestReport:
             f"{self.files} files, {self.sessions} sessions, {self.messages} messages, "
             f"{self.skipped} skipped, {len(self.errors)} errors"
         )
+
+
+def check_format(format: str) -> str:
+    """`format` if it is one of `adapters.FORMAT_CHOICES`, else `ConfigError`."""
+    if format not in adapters.FORMAT_CHOICES:
+        raise ConfigError(
+            f"unknown format {format!r}; use one of {', '.join(adapters.FORMAT_CHOICES)}"
+        )
+    return format
+
+
+#: Bytes read from the head of a file to find its format and working directory.
+_HEAD_BYTES = 1 << 20
+
+
+def workspace_of(real: Path, shown: str, format: str, fallback: str) -> str:
+    """The workspace an agent log's working directory names, else `fallback`."""
+    try:
+        with real.open("rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+    except OSError:
+        return fallback  # reading the file again reports the error
+    fmt = adapters.resolve_format(format, head)
+    if fmt == adapters.OPENAI:
+        return fallback
+    cwd = adapters.ADAPTERS[fmt].header(head, default_session=real.stem).cwd
+    if not cwd:
+        return fallback
+    try:
+        return check_workspace(cwd)
+    except ConfigError as exc:
+        raise IngestError(f"working directory as workspace: {exc}", path=shown) from None
 
 
 def find_jsonl(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -134,7 +169,12 @@ class Ingestor:
     # --- files --------------------------------------------------------------------
 
     def _prepare(
-        self, given: Path, real: Path, record: FileRecord | None, session_id: str | None
+        self,
+        given: Path,
+        real: Path,
+        record: FileRecord | None,
+        session_id: str | None,
+        format: str = adapters.AUTO,
     ) -> _Prepared:
         """Read and parse the new part of a file and index its entries (no database)."""
         shown = str(given)
@@ -145,6 +185,9 @@ class Ingestor:
             mtime = datetime.fromtimestamp(real.stat().st_mtime, tz=UTC)
         except OSError as exc:
             raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None
+        fmt = adapters.resolve_format(format, data)
+        if fmt != adapters.OPENAI:
+            return self._prepare_log(shown, real, record, session_id, data, mtime, fmt)
         start, first_line = 0, 0
         if (
             record is not None
@@ -179,6 +222,68 @@ class Ingestor:
         )
         return _Prepared(shown, real, record, done, start, first_line, entries, indexed, mtime)
 
+    def _prepare_log(
+        self,
+        shown: str,
+        real: Path,
+        record: FileRecord | None,
+        session_id: str | None,
+        data: bytes,
+        mtime: datetime,
+        fmt: str,
+    ) -> _Prepared:
+        """`_prepare` for agent logs (`adapters`): new complete lines, or all of a rewrite.
+
+        Their entries get consecutive seqs per session when written (``assign_seq``),
+        so a grown file continues at the session's next seq. A file that no longer
+        starts with the bytes ingested before was rewritten: it is read whole and its
+        old sessions are forgotten in the same transaction.
+        """
+        adapter = adapters.ADAPTERS[fmt]
+        header = adapter.header(data, default_session=real.stem)
+        if session_id and session_id != header.session_id:
+            header = replace(header, session_id=session_id)
+        # Only complete lines are read: a line still being written waits for the next
+        # pass, so a log can be ingested while its agent is running.
+        consumed = data.rfind(b"\n") + 1
+        start, first_line, rewrite = 0, 0, False
+        if record is not None:
+            if (
+                record.size <= consumed
+                and hashlib.sha256(data[: record.size]).hexdigest() == record.digest
+            ):
+                start, first_line = record.size, record.lines
+            else:
+                rewrite = True
+        entries = adapter.parse(data, start, consumed, first_line, path=shown, header=header)
+        indexed = [
+            index_entry(
+                e,
+                index_policy=self.settings.index_policy,
+                max_chars=self.settings.max_indexed_chars,
+            )
+            for e in entries
+        ]
+        done = FileRecord(
+            str(real),
+            consumed,
+            data.count(b"\n", 0, consumed),
+            hashlib.sha256(data[:consumed]).hexdigest(),
+        )
+        return _Prepared(
+            shown,
+            real,
+            record,
+            done,
+            start,
+            first_line,
+            entries,
+            indexed,
+            mtime,
+            format=fmt,
+            rewrite=rewrite,
+        )
+
     def _commit_file(
         self,
         workspace: str,
@@ -186,14 +291,26 @@ class Ingestor:
         real: Path,
         session_id: str | None,
         prepared: _Prepared | None,
+        format: str = adapters.AUTO,
     ) -> FileResult:
         """Write one prepared file in one transaction (re-preparing if it went stale)."""
         shown = str(given)
         with self.store.transaction(workspace, context=f"ingesting {shown}") as cur:
             record = self.store.lock_file(cur, workspace, str(real))
             if prepared is None or prepared.snapshot != record:
-                prepared = self._prepare(given, real, record, session_id)
-            result = FileResult(path=shown, skipped=prepared.first_line)
+                prepared = self._prepare(given, real, record, session_id, format)
+            result = FileResult(
+                path=shown,
+                skipped=prepared.first_line,
+                workspace=workspace,
+                format=prepared.format,
+                rewritten=prepared.rewrite,
+            )
+            if prepared.rewrite:
+                deltas = Deltas()
+                for old in self.store.sessions_from_source(cur, workspace, str(real)):
+                    self.store.forget_session(cur, workspace, old, deltas)
+                self.store.apply_deltas(cur, workspace, deltas)
             if prepared.entries:
                 inserted = self._write(
                     cur,
@@ -204,6 +321,7 @@ class Ingestor:
                     fallback_time=prepared.mtime,
                     continuing=prepared.start > 0,
                     where=shown,
+                    assign_seq=prepared.format != adapters.OPENAI,
                 )
                 result.messages = inserted
                 result.skipped += len(prepared.entries) - inserted
@@ -218,11 +336,22 @@ class Ingestor:
         workspace: str,
         session_id: str | None = None,
         roots: Sequence[Path] | None = None,
+        format: str = adapters.AUTO,
+        workspace_from_cwd: bool = False,
     ) -> FileResult:
-        """Ingest one JSON Lines file in one transaction; errors are `IngestError`."""
+        """Ingest one JSON Lines file in one transaction; errors are `IngestError`.
+
+        `format` is one of `adapters.FORMAT_CHOICES` (``auto``: detected per file).
+        With `workspace_from_cwd`, an agent log naming its working directory goes to
+        the workspace of that name; `workspace` is the fallback.
+        """
         check_workspace(workspace)
+        check_format(format)
         given = Path(path)
-        return self._commit_file(workspace, given, confine(given, roots), session_id, None)
+        real = confine(given, roots)
+        if workspace_from_cwd:
+            workspace = workspace_of(real, str(given), format, workspace)
+        return self._commit_file(workspace, given, real, session_id, None, format)
 
     def ingest_paths(
         self,
@@ -231,8 +360,12 @@ class Ingestor:
         workspace: str,
         roots: Sequence[Path] | None = None,
         on_file: Callable[[FileResult], None] | None = None,
+        format: str = adapters.AUTO,
+        workspace_from_cwd: bool = False,
     ) -> IngestReport:
         """Ingest files and directories; a bad file is reported and the rest go on.
+
+        `format` and `workspace_from_cwd` are as for `ingest_file`.
 
         The next file is read, parsed and indexed in a worker thread while the current
         one is written, so Python work overlaps the server's index maintenance. The
@@ -240,24 +373,38 @@ class Ingestor:
         meanwhile is prepared again inside its transaction.
         """
         check_workspace(workspace)
+        check_format(format)
         report = IngestReport()
         files: list[tuple[Path, Path | IngestError]] = []
+        targets: dict[Path, str] = {}
         for path in find_jsonl(paths):
             try:
-                files.append((path, confine(path, roots)))
+                resolved = confine(path, roots)
+                if workspace_from_cwd:
+                    targets[resolved] = workspace_of(resolved, str(path), format, workspace)
+                files.append((path, resolved))
             except IngestError as exc:
                 files.append((path, exc))
-        with self.store.transaction(workspace, context="reading file records") as cur:
-            snapshot = self.store.file_records(
-                cur, workspace, [str(r) for _, r in files if isinstance(r, Path)]
-            )
+        snapshots: dict[str, dict[str, FileRecord]] = {}
+        for ws in sorted({workspace, *targets.values()}):
+            with self.store.transaction(ws, context="reading file records") as cur:
+                snapshots[ws] = self.store.file_records(
+                    cur,
+                    ws,
+                    [
+                        str(r)
+                        for _, r in files
+                        if isinstance(r, Path) and targets.get(r, workspace) == ws
+                    ],
+                )
 
         def prepare(item: tuple[Path, Path | IngestError]) -> _Prepared | IngestError:
             given, real = item
             if isinstance(real, IngestError):
                 return real
+            record = snapshots[targets.get(real, workspace)].get(str(real))
             try:
-                return self._prepare(given, real, snapshot.get(str(real)), None)
+                return self._prepare(given, real, record, None, format)
             except IngestError as exc:
                 return exc
 
@@ -271,7 +418,9 @@ class Ingestor:
                     if isinstance(prepared, IngestError):
                         raise prepared
                     assert isinstance(real, Path)
-                    result = self._commit_file(workspace, given, real, None, prepared)
+                    result = self._commit_file(
+                        targets.get(real, workspace), given, real, None, prepared, format
+                    )
                 except IngestError as exc:
                     result = FileResult(path=str(given), error=exc)
                 report.add(result)
