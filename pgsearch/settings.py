@@ -13,6 +13,9 @@ from dataclasses import dataclass, field, replace
 
 from pgsearch.errors import ConfigError
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
+
 #: Kinds whose text can be indexed beyond the defaults; see `IndexPolicy`.
 OPTIONAL_INDEX_KINDS = ("tool_arguments", "tool_output", "system")
 
@@ -47,7 +50,8 @@ class IndexPolicy:
 class Settings:
     """Everything tunable about pgsearch, with defaults chosen from `bench/` runs."""
 
-    dsn: str = ""
+    #: Left out of ``repr`` so that a logged or printed Settings never shows a password.
+    dsn: str = field(default="", repr=False)
     #: Upper bound on candidate messages re-ranked in Python per search statement.
     #: Re-ranking costs about 10-15 microseconds per candidate; 1,000 keeps the worst
     #: case near 15 ms while recall on typo and accent queries stays above 0.9.
@@ -95,7 +99,10 @@ class Settings:
         if "PGSEARCH_INDEX" in env:
             values["index_policy"] = IndexPolicy.parse(env["PGSEARCH_INDEX"])
         if "PGSEARCH_RLS" in env:
-            values["row_level_security"] = env["PGSEARCH_RLS"].lower() in {"1", "true", "yes", "on"}
+            flag = env["PGSEARCH_RLS"].strip().lower()
+            if flag not in _TRUE | _FALSE:
+                raise ConfigError(f"PGSEARCH_RLS must be on or off (1/0, true/false), got {flag!r}")
+            values["row_level_security"] = flag in _TRUE
         values.update({k: v for k, v in overrides.items() if v is not None})
         settings = cls(**values)  # type: ignore[arg-type]
         settings.validate()
@@ -110,6 +117,14 @@ class Settings:
             raise ConfigError("query limits must be positive")
         if self.statement_timeout_ms < 0:
             raise ConfigError("statement_timeout_ms must not be negative")
+        if self.max_indexed_chars < 1:
+            raise ConfigError("max_indexed_chars must be positive")
+        if self.max_expansions < 1:
+            raise ConfigError("max_expansions must be positive")
+        if not 0 < self.trigram_threshold <= 1:
+            raise ConfigError("trigram_threshold must be in (0, 1]")
+        if not 0 < self.stop_df_ratio <= 1:
+            raise ConfigError("stop_df_ratio must be in (0, 1]")
 
     def with_(self, **changes: object) -> Settings:
         """A copy with some fields changed (validated)."""
