@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from pgsearch import policy
+from pgsearch import adapters, policy
 from pgsearch.api import PgSearch
 from pgsearch.errors import PgSearchError
 from pgsearch.ingest import FileResult, find_jsonl
@@ -31,6 +31,7 @@ from pgsearch.types import (
     SessionQueryResult,
     Window,
 )
+from pgsearch.watch import DEFAULT_INTERVAL
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -123,17 +124,69 @@ def migrate(ctx: Context, revision: str, create: bool) -> None:
     help="Only read files under this directory (repeatable; symlinks resolved first).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(adapters.FORMAT_CHOICES),
+    default=adapters.AUTO,
+    show_default=True,
+    help="Log format: pgsearch's OpenAI-style messages, Claude Code or Codex CLI logs "
+    "(auto: detected per file).",
+)
+@click.option(
+    "--workspace-from-cwd",
+    is_flag=True,
+    help="Put each agent log in the workspace named by its working directory "
+    "(--workspace for files that name none).",
+)
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Keep running: ingest files as they appear and grow, until Ctrl-C.",
+)
+@click.option(
+    "--interval",
+    default=DEFAULT_INTERVAL,
+    show_default=True,
+    type=click.FloatRange(min=0.05),
+    help="Seconds between polls with --watch.",
+)
 @pass_ctx
 @handle_errors
 def ingest(
-    ctx: Context, paths: tuple[str, ...], workspace: str, roots: tuple[str, ...], quiet: bool
+    ctx: Context,
+    paths: tuple[str, ...],
+    workspace: str,
+    roots: tuple[str, ...],
+    quiet: bool,
+    fmt: str,
+    workspace_from_cwd: bool,
+    watch: bool,
+    interval: float,
 ) -> None:
     """Ingest JSON Lines session files, or directories of *.jsonl files.
 
-    Each file is one transaction: a file with a bad line is rejected whole (the error
-    names file:line) and the other files still land. Re-ingesting is safe; a file
-    that grew adds only its new lines. Exit status is 1 if any file failed.
+    Reads pgsearch's own format and, detected per file, Claude Code session logs
+    (~/.claude/projects) and Codex CLI rollouts (~/.codex/sessions). Each file is one
+    transaction: a file with a bad line is rejected whole (the error names file:line)
+    and the other files still land. Re-ingesting is safe; a file that grew adds only
+    its new lines. Exit status is 1 if any file failed.
+
+    With --watch, files are polled and re-ingested as they grow (a rewritten file is
+    re-read whole); Ctrl-C stops and prints a summary.
     """
+    if watch:
+        _watch(
+            ctx,
+            paths,
+            workspace=workspace,
+            roots=roots,
+            fmt=fmt,
+            workspace_from_cwd=workspace_from_cwd,
+            interval=interval,
+            quiet=quiet,
+        )
+        return
     files = find_jsonl(paths)
     if not files:
         _fail("no .jsonl files found in " + ", ".join(paths))
@@ -155,12 +208,24 @@ def ingest(
                     bar.update(1)
 
                 report = pg.ingest_paths(
-                    files, workspace=workspace, roots=roots or None, on_file=tick
+                    files,
+                    workspace=workspace,
+                    roots=roots or None,
+                    on_file=tick,
+                    format=fmt,
+                    workspace_from_cwd=workspace_from_cwd,
                 )
             for line in errors:
                 click.echo(f"pgsearch: error: {line}", err=True)
         else:
-            report = pg.ingest_paths(files, workspace=workspace, roots=roots or None, on_file=note)
+            report = pg.ingest_paths(
+                files,
+                workspace=workspace,
+                roots=roots or None,
+                on_file=note,
+                format=fmt,
+                workspace_from_cwd=workspace_from_cwd,
+            )
     click.echo(report.summary())
     if report.errors:
         sys.exit(1)
@@ -543,3 +608,61 @@ def tool_schema(fmt: str) -> None:
     from pgsearch import tools
 
     click.echo(json.dumps(tools.tool_definitions(fmt), ensure_ascii=False, indent=2))
+
+
+def _watch(
+    ctx: Context,
+    paths: Sequence[str],
+    *,
+    workspace: str,
+    roots: Sequence[str],
+    fmt: str,
+    workspace_from_cwd: bool,
+    interval: float,
+    quiet: bool,
+) -> None:
+    """`pgsearch ingest --watch`: poll until Ctrl-C (or SIGTERM), then print a summary."""
+    import signal
+    from pathlib import Path
+
+    from pgsearch.watch import Watcher
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # Ctrl-C stops the watch even when the shell started it with SIGINT ignored (as
+    # it does for background jobs); SIGTERM from a service manager stops it the same way.
+    previous = signal.signal(signal.SIGTERM, stop)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with ctx.open() as pg:
+
+            def ingest_one(path: Path) -> FileResult:
+                return pg.ingest_file(
+                    path,
+                    workspace=workspace,
+                    roots=roots or None,
+                    format=fmt,
+                    workspace_from_cwd=workspace_from_cwd,
+                )
+
+            def note(result: FileResult) -> None:
+                if result.error is not None:
+                    click.echo(f"pgsearch: error: {result.error}", err=True)
+                elif not quiet and (result.messages or result.rewritten):
+                    what = " (rewritten: re-read whole)" if result.rewritten else ""
+                    click.echo(
+                        f"{result.path}: +{result.messages} messages{what} "
+                        f"[workspace {result.workspace}]"
+                    )
+
+            watcher = Watcher(ingest_one, paths, interval=interval, on_file=note)
+            if not quiet:
+                click.echo(
+                    f"watching {', '.join(paths)} every {interval:g}s; Ctrl-C stops", err=True
+                )
+            stats = watcher.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
+    click.echo(f"stopped: {stats.summary()}")
