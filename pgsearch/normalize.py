@@ -202,50 +202,41 @@ class QueryWord:
 
     text: str
     cjk: bool
-    #: Index of the phrase (quoted text or CJK run) this word belongs to, if any.
+    #: Index of the phrase (quoted text, CJK run, code-like chunk) it belongs to.
     phrase: int | None = None
+    #: Words typed as one chunk (``resolve_dirs(config)``, ``東京タワー``, quoted text)
+    #: share a unit: the candidate top-up treats a unit as all-or-nothing.
+    unit: int = 0
 
 
 _QUOTED_RE = re.compile(r'"([^"]*)"')
 
 
 def query_words(query: str) -> tuple[list[QueryWord], list[list[str]]]:
-    """Words of a user query and its phrases (quoted text and CJK runs of 3+ chars).
+    """Words of a user query and its phrases.
 
-    A CJK run of one character is that character; a longer run is its overlapping
-    bigrams, which must appear consecutively to count as a phrase.
+    A phrase is the words of quoted text, of a CJK run (its overlapping bigrams) or of
+    one whitespace-free chunk such as ``resolve_dirs(config)``, in order. A CJK run of
+    one or two characters is a single word.
     """
     words: list[QueryWord] = []
     phrases: list[list[str]] = []
-    quoted = [m.group(1) for m in _QUOTED_RE.finditer(query)]
-    unquoted = _QUOTED_RE.sub(" ", query)
-
-    def add(text: str, phrase_wanted: bool) -> None:
-        key = normalize(text)
-        phrase_terms: list[str] = []
-        for match in _WORD_RE.finditer(key):
+    chunks = [m.group(1) for m in _QUOTED_RE.finditer(query)]
+    chunks.extend(_QUOTED_RE.sub(" ", query).split())
+    for unit, chunk in enumerate(chunks):
+        terms: list[tuple[str, bool]] = []
+        for match in _WORD_RE.finditer(normalize(chunk)):
             for part in _CJK_SPLIT_RE.findall(match.group()):
                 if _CJK_RE.match(part):
-                    grams = (
-                        [part]
-                        if len(part) == 1
-                        else [part[i : i + 2] for i in range(len(part) - 1)]
-                    )
-                    if len(grams) > 1:
-                        phrases.append(grams)
-                        idx = len(phrases) - 1
-                        words.extend(QueryWord(g, True, idx) for g in grams)
+                    if len(part) <= 2:
+                        terms.append((part, True))
                     else:
-                        words.append(QueryWord(grams[0], True))
-                    phrase_terms.extend(grams)
+                        terms.extend((part[i : i + 2], True) for i in range(len(part) - 1))
                 else:
-                    term = part[:MAX_TERM_CHARS]
-                    words.append(QueryWord(term, False))
-                    phrase_terms.append(term)
-        if phrase_wanted and len(phrase_terms) > 1:
-            phrases.append(phrase_terms)
-
-    for text in quoted:
-        add(text, True)
-    add(unquoted, False)
+                    terms.append((part[:MAX_TERM_CHARS], False))
+        phrase = None
+        if len(terms) > 1:
+            phrases.append([t for t, _ in terms])
+            phrase = len(phrases) - 1
+        words.extend(QueryWord(t, cjk, phrase, unit) for t, cjk in terms)
     return words, phrases

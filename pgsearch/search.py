@@ -56,6 +56,8 @@ TRUSTED_DF = 3
 #: Trigram neighbours fetched per word before the edit-distance check.
 FUZZY_FETCH = 32
 PREFIX_FETCH = 16
+#: Below this document frequency no word counts as stop-like, whatever its share.
+STOP_MIN_DF = 50
 MIN_EXCERPT_BYTES = 40
 MAX_TITLE_BYTES = 300
 
@@ -97,6 +99,26 @@ def _quote(term: str) -> str:
 
 def tsquery_and(groups: Sequence[Sequence[ranking.Expansion]]) -> str:
     return " & ".join("(" + " | ".join(_quote(e.term) for e in g) + ")" for g in groups)
+
+
+def _units(
+    words: list[QueryWord], expanded: dict[str, list[ranking.Expansion]]
+) -> list[list[list[ranking.Expansion]]]:
+    """Query chunks as lists of word groups; a chunk with an unknown word cannot match."""
+    by_unit: dict[int, list[str]] = {}
+    for w in words:
+        by_unit.setdefault(w.unit, [])
+        if w.text not in by_unit[w.unit]:
+            by_unit[w.unit].append(w.text)
+    units = []
+    seen: set[tuple[str, ...]] = set()
+    for texts in by_unit.values():
+        key = tuple(texts)
+        if key in seen or not all(t in expanded for t in texts):
+            continue
+        seen.add(key)
+        units.append([expanded[t] for t in texts])
+    return units
 
 
 def tsquery_or(groups: Sequence[Sequence[ranking.Expansion]]) -> str:
@@ -299,7 +321,8 @@ class SearchEngine:
 
     def _expand(
         self, cur: Cursor, ws: str, words: list[QueryWord], plans: list[str] | None
-    ) -> list[list[ranking.Expansion]]:
+    ) -> dict[str, list[ranking.Expansion]]:
+        """Vocabulary expansions of each distinct query word (words with none left out)."""
         texts = list(dict.fromkeys(w.text for w in words))
         cjk = {w.text for w in words if w.cjk}
         stems = [t if t in cjk else stem(t) for t in texts]
@@ -363,7 +386,7 @@ class SearchEngine:
                     groups[idx].setdefault(
                         term, ranking.Expansion(idx, term, weight, -neg_df - sf, sf)
                     )
-        return [list(g.values()) for g in groups if g]
+        return {texts[i]: list(g.values()) for i, g in enumerate(groups) if g}
 
     def _search(
         self,
@@ -384,14 +407,15 @@ class SearchEngine:
         )
         n_indexed, total_len, kind_total = (int(v) for v in stats[0])
         searched = kind_total if f.only_kinds else self._searched(cur, f, plans)
-        groups = self._expand(cur, f.workspace, words, plans)
+        expanded = self._expand(cur, f.workspace, words, plans)
+        groups = list(expanded.values())
         if not groups:
             return SessionQueryResult(matches=(), searched=searched)
         corpus = ranking.Corpus(n_indexed, total_len)
         terms = sorted({e.term for g in groups for e in g})
         phrase_q = tsquery_phrases(phrases)
         cap = self.settings.candidate_cap
-        stop_df = max(self.settings.stop_df_ratio * n_indexed, 1.0)
+        stop_df = max(self.settings.stop_df_ratio * n_indexed, STOP_MIN_DF)
 
         def group_df(g: list[ranking.Expansion]) -> int:
             return sum(e.df for e in g)
@@ -418,12 +442,25 @@ class SearchEngine:
                     sid, seq, kind, role, created, length, counts, bool(phrase_hit)
                 )
 
-        rarest = min(group_df(g) for g in groups)
-        fetch(tsquery_and(groups), rarest > cap, cap)
-        selective = [g for g in groups if max(e.df for e in g) < stop_df]
-        if len(groups) > 1 and selective and len(candidates) < cap:
-            room = cap - len(candidates) + min(len(candidates), cap)
-            fetch(tsquery_or(selective), sum(group_df(g) for g in selective) > room, room)
+        fetch(tsquery_and(groups), min(map(group_df, groups)) > cap, cap)
+        units = _units(words, expanded)
+        if len(units) > 1 and len(candidates) < cap:
+            # Top up with documents matching any of the rarest units (a word, or the
+            # words of one chunk such as `resolve_dirs(config)`): as many units, rarest
+            # first, as fit the cap together; stop-like ones only when nothing rarer is
+            # there. Common words then only count through the AND above.
+            def unit_df(unit: list[list[ranking.Expansion]]) -> int:
+                return min(map(group_df, unit))
+
+            by_rarity = sorted(units, key=unit_df)
+            chosen = [by_rarity[0]]
+            total = unit_df(by_rarity[0])
+            for unit in by_rarity[1:]:
+                if total + unit_df(unit) > cap or unit_df(unit) >= stop_df:
+                    break
+                chosen.append(unit)
+                total += unit_df(unit)
+            fetch(" | ".join(f"({tsquery_and(u)})" for u in chosen), total > cap, cap)
 
         field_hits = self._session_fields(cur, f, groups, terms, plans)
 
@@ -447,7 +484,14 @@ class SearchEngine:
         first_entries: dict[str, tuple[Any, ...]] = {}
         if orphans:
             for row in self.store.run(
-                cur, q.SESSION_FIRST_ENTRY, {"ws": f.workspace, "sids": orphans}, explain=plans
+                cur,
+                q.SESSION_ANCHOR_ENTRY,
+                {
+                    "ws": f.workspace,
+                    "sids": orphans,
+                    "summary_sids": [s for s in orphans if field_hits[s][3] == "summary"],
+                },
+                explain=plans,
             ):
                 first_entries[row[0]] = row
         for sid in orphans:

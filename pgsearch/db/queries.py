@@ -273,12 +273,16 @@ SELECT session_id, title, summary, created_at, updated_at, message_count
 FROM sessions WHERE workspace_id = %(ws)s AND session_id = ANY(%(sids)s::text[])
 """
 
-SESSION_FIRST_ENTRY = """
+# The entry a title/summary-only hit points at: the session's latest summary entry
+# for a summary match, else its first entry.
+SESSION_ANCHOR_ENTRY = """
 SELECT DISTINCT ON (m.session_id) m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn,
        m.tool_name, m.created_at, m.content, m.arguments
 FROM messages m
 WHERE m.workspace_id = %(ws)s AND m.session_id = ANY(%(sids)s::text[])
-ORDER BY m.session_id, m.seq
+ORDER BY m.session_id,
+         (m.kind = 'summary' AND m.session_id = ANY(%(summary_sids)s::text[])) DESC,
+         CASE WHEN m.kind = 'summary' THEN -m.seq ELSE m.seq END
 """
 
 WINDOW = """
