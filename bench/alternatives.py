@@ -46,11 +46,17 @@ class Row:
     text: str
 
 
-def load_rows(corpus: Path) -> list[Row]:
-    """Indexable messages of a corpus, with the text pgsearch's default policy indexes."""
+def load_rows(corpus: Path, dirs: Sequence[tuple[str, Path]] | None = None) -> list[Row]:
+    """Indexable messages of a corpus, with the text pgsearch's default policy indexes.
+
+    The corpus has one directory per workspace, unless `dirs` pairs workspaces and
+    directories otherwise.
+    """
     rows: list[Row] = []
     index_policy = IndexPolicy()
-    for wdir in sorted(p for p in corpus.iterdir() if p.is_dir()):
+    if dirs is None:
+        dirs = [(p.name, p) for p in sorted(corpus.iterdir()) if p.is_dir()]
+    for workspace, wdir in dirs:
         for path in sorted(wdir.glob("*.jsonl")):
             for e in iter_jsonl(path.read_bytes(), path=str(path), session_id=path.stem):
                 if e.kind not in policy.DEFAULT_SEARCH_KINDS or e.created_at is None:
@@ -65,7 +71,7 @@ def load_rows(corpus: Path) -> list[Row]:
                 if text.strip():
                     rows.append(
                         Row(
-                            wdir.name,
+                            workspace,
                             e.session_id,
                             e.seq,
                             e.kind,

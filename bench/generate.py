@@ -587,14 +587,16 @@ class Generator:
             # Each class draws its own sample; a message may serve several classes.
             return rng.sample(plain, min(n, len(plain)))
 
+        # One word in four queries is alone: with more words an OR over the others
+        # can find the source without ever matching the misspelt one.
         for src in take(q):
-            words = distinctive(src, rng.choice((2, 2, 3)))
+            words = distinctive(src, rng.choice((1, 2, 2, 3)))
             if words:
                 add("exact", " ".join(words), src)
         for src in take(3 * q):
             if sum(1 for o in out if o["class"] == "typo") >= q:
                 break
-            words = distinctive(src, rng.choice((2, 2, 3)))
+            words = distinctive(src, rng.choice((1, 2, 2, 3)))
             if not words:
                 continue
             long = [i for i, w in enumerate(words) if len(w) >= 5 and w.isalpha()]
