@@ -93,6 +93,16 @@ class _Plan:
         return sorted({e.term for g in self.groups for e in g})
 
 
+def parse_tf(text: str | None) -> dict[str, int]:
+    """Term frequencies from a tsvector's text form (``'a':1A,4A 'b':2A``)."""
+    counts: dict[str, int] = {}
+    if text:
+        for item in text.split(" "):
+            term, _, positions = item.rpartition(":")
+            counts[term[1:-1]] = positions.count(",") + 1
+    return counts
+
+
 def _quote(term: str) -> str:
     return "'" + term.replace("'", "''").replace("\\", "\\\\") + "'"
 
@@ -434,10 +444,7 @@ class SearchEngine:
                 key = (sid, seq)
                 if key in candidates:
                     continue
-                counts: dict[str, int] = {}
-                for item in tfs or ():
-                    term, _, num = item.rpartition(" ")
-                    counts[term] = int(num)
+                counts = parse_tf(tfs)
                 candidates[key] = _Candidate(
                     sid, seq, kind, role, created, length, counts, bool(phrase_hit)
                 )
