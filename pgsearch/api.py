@@ -70,7 +70,12 @@ class PgSearch:
         settings = settings or Settings.from_env()
         if dsn is not None:
             settings = settings.with_(dsn=dsn)
-        return cls(db.Connector.open(settings.dsn, rls=settings.row_level_security), settings)
+        connector = db.Connector.open(
+            settings.dsn,
+            rls=settings.row_level_security,
+            trigram_threshold=settings.trigram_threshold,
+        )
+        return cls(connector, settings)
 
     @staticmethod
     def migrate(

@@ -374,7 +374,6 @@ class SearchEngine:
             if t not in cjk and len(t) >= 5 and not t.isdigit() and exact_df[i] < TRUSTED_DF
         ]
         if fuzzy_idx:
-            self.store.run(cur, q.SET_TRGM_THRESHOLD, {"t": str(self.settings.trigram_threshold)})
             rows = self.store.run(
                 cur,
                 q.EXPAND_FUZZY,

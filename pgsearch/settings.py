@@ -64,7 +64,10 @@ class Settings:
     #: Most fuzzy expansions kept per query word.
     max_expansions: int = 8
     #: pg_trgm similarity a vocabulary term needs before edit distance is checked.
-    trigram_threshold: float = 0.3
+    #: One edit leaves a 5-8 letter word at least 0.33 similar to the original (n+1
+    #: padded trigrams, at most 3 changed); two edits leave a 9+ letter word at least
+    #: 0.25, so this threshold misses no term the edit-distance rule would accept.
+    trigram_threshold: float = 0.25
     #: Longest query accepted, in characters, and most distinct words used.
     max_query_chars: int = 2000
     max_query_terms: int = 32

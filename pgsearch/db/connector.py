@@ -86,13 +86,27 @@ def connect(dsn: str, *, application_name: str = "pgsearch") -> psycopg.Connecti
 class Connector:
     """One connection plus the transaction discipline every operation uses."""
 
-    def __init__(self, conn: psycopg.Connection[TupleRow], *, rls: bool = False) -> None:
+    def __init__(
+        self,
+        conn: psycopg.Connection[TupleRow],
+        *,
+        rls: bool = False,
+        trigram_threshold: float = 0.3,
+    ) -> None:
         self.conn = conn
         self.rls = rls
+        self.trigram_threshold = trigram_threshold
 
     @classmethod
-    def open(cls, dsn: str, *, rls: bool = False, check_schema: bool = True) -> Connector:
-        connector = cls(connect(dsn), rls=rls)
+    def open(
+        cls,
+        dsn: str,
+        *,
+        rls: bool = False,
+        trigram_threshold: float = 0.3,
+        check_schema: bool = True,
+    ) -> Connector:
+        connector = cls(connect(dsn), rls=rls, trigram_threshold=trigram_threshold)
         if check_schema:
             try:
                 connector.check_schema()
@@ -136,17 +150,26 @@ class Connector:
         sequential scan costs seconds on a large table.
         """
         with wrap_errors(context), self.conn.transaction(), self.conn.cursor() as cur:
+            # All local settings in one round trip (no parameters: simple protocol).
+            local: list[sql.Composable] = []
             if search:
-                cur.execute("SET LOCAL enable_seqscan = off")
-                cur.execute("SET LOCAL jit = off")
+                local.append(sql.SQL("SET LOCAL enable_seqscan = off"))
+                local.append(sql.SQL("SET LOCAL jit = off"))
+                local.append(
+                    sql.SQL("SET LOCAL pg_trgm.similarity_threshold = {}").format(
+                        sql.Literal(self.trigram_threshold)
+                    )
+                )
             if timeout_ms:
-                cur.execute(
+                local.append(
                     sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(timeout_ms))
                 )
             if self.rls and workspace is not None:
-                cur.execute(
+                local.append(
                     sql.SQL("SET LOCAL pgsearch.workspace_id = {}").format(sql.Literal(workspace))
                 )
+            if local:
+                cur.execute(sql.SQL("; ").join(local))
             yield cur
 
 

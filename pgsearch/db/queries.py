@@ -228,8 +228,6 @@ CROSS JOIN LATERAL (
 ) f
 """
 
-SET_TRGM_THRESHOLD = "SELECT set_config('pg_trgm.similarity_threshold', %(t)s, true)"
-
 SEARCH_STATS = """
 SELECT coalesce(sum(n_indexed), 0), coalesce(sum(total_len), 0),
        coalesce(sum(n_messages) FILTER (WHERE kind = ANY(%(kinds)s::text[])), 0)
