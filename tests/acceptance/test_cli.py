@@ -1,0 +1,406 @@
+"""The `pgsearch` command as a user runs it: a subprocess against a real PostgreSQL."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+
+from pgsearch.cli import main
+from pgsearch.types import SessionMatch
+from tests.conftest import EXAMPLES, Databases
+
+MATCH_FIELDS = {f.name for f in dataclasses.fields(SessionMatch)}
+
+
+def pgsearch(
+    *args: str, dsn: str | None = None, cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m pgsearch [--dsn DSN] ARGS`` with no PGSEARCH_* from the caller."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGSEARCH_")}
+    env["PYTHONIOENCODING"] = "utf-8"
+    command = [sys.executable, "-m", "pgsearch"]
+    if dsn is not None:
+        command += ["--dsn", dsn]
+    return subprocess.run(
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        cwd=cwd,
+        input=stdin if stdin is not None else "",
+        timeout=180,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    assert "Traceback" not in result.stderr
+    return result.stdout
+
+
+def search_json(dsn: str, *args: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(ok(pgsearch("search", *args, "--json", dsn=dsn)))
+    return data
+
+
+@pytest.fixture
+def demo(dsn: str) -> str:
+    """A migrated database with the README's example sessions in workspace ``demo``."""
+    ok(pgsearch("ingest", str(EXAMPLES), "--workspace", "demo", "--quiet", dsn=dsn))
+    return dsn
+
+
+@pytest.fixture(scope="module")
+def shared(databases: Databases, template_db: str) -> Iterator[str]:
+    """Like `demo`, shared by the tests of this module that only read."""
+    name = databases.create(template=template_db, prefix="cli")
+    dsn = databases.dsn(name)
+    ok(pgsearch("ingest", str(EXAMPLES), "--workspace", "demo", "--quiet", dsn=dsn))
+    yield dsn
+    databases.drop(name)
+
+
+# -- help ------------------------------------------------------------------------------------
+
+
+def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, command in sorted(group.commands.items()):
+        path = (*prefix, name)
+        found.append(path)
+        if isinstance(command, click.Group):
+            found += _commands(command, path)
+    return found
+
+
+COMMANDS = _commands(main)
+
+
+def _command(path: tuple[str, ...]) -> click.Command:
+    command: click.Command = main
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    return command
+
+
+def test_the_cli_has_the_designed_commands() -> None:
+    names = {path[0] for path in COMMANDS}
+    assert {"migrate", "ingest", "search", "around", "sessions", "forget", "stats"} <= names
+
+
+@pytest.mark.parametrize("path", [(), *COMMANDS], ids=lambda p: " ".join(p) or "pgsearch")
+def test_every_command_has_help(path: tuple[str, ...]) -> None:
+    command = _command(path)
+    assert (command.help or "").strip(), f"{' '.join(path)} has no help text"
+    for param in command.params:
+        if isinstance(param, click.Option):
+            assert (param.help or "").strip(), f"{' '.join(path)} {param.opts} has no help"
+    out = ok(pgsearch(*path, "--help"))
+    assert out.startswith("Usage:")
+    summary = (command.help or "").strip().splitlines()[0]
+    assert " ".join(summary.split()) in " ".join(out.split())
+
+
+# -- the README flow ----------------------------------------------------------------------
+
+
+def test_readme_flow_migrate_ingest_search(empty_dsn: str, tmp_path: Path) -> None:
+    # From a fresh database, run from an unrelated directory as an installed tool.
+    out = ok(pgsearch("migrate", dsn=empty_dsn, cwd=tmp_path))
+    assert out.startswith("schema at revision")
+    again = ok(pgsearch("migrate", dsn=empty_dsn, cwd=tmp_path))
+    assert again == out
+
+    ingested = pgsearch("ingest", str(EXAMPLES), "--workspace", "demo", dsn=empty_dsn, cwd=tmp_path)
+    out = ok(ingested)
+    assert "3 files, 3 sessions, 21 messages, 0 skipped, 0 errors" in out
+
+    out = ok(pgsearch("search", "advisory lock", "-w", "demo", dsn=empty_dsn, cwd=tmp_path))
+    first = out.splitlines()[0]
+    assert first.startswith("1. session=cron-refactor seq=")
+    assert "**advisory**" in out
+    assert "entries searched" in out
+    hint = re.search(r"open a window: pgsearch around -w demo --session (\S+) --seq (\d+)", out)
+    assert hint is not None
+    assert hint.group(1) == "cron-refactor"
+    assert f"seq={hint.group(2)} " in first
+
+
+@pytest.mark.parametrize(
+    ("query", "session"),
+    [
+        ("pokemon", "pokemon-i18n"),
+        ("POKÉMON", "pokemon-i18n"),
+        ("東京", "pokemon-i18n"),
+        ("idempotant", "cron-refactor"),  # one typo
+        ("registered", "cron-refactor"),
+        ("permission denied", "deploy-keys"),
+        ("kubectl", "deploy-keys"),
+    ],
+)
+def test_search_finds_across_accents_cjk_typos_and_tools(
+    shared: str, query: str, session: str
+) -> None:
+    result = search_json(shared, query, "-w", "demo")
+    assert result["matches"], f"nothing found for {query!r}"
+    assert result["matches"][0]["session_id"] == session
+
+
+@pytest.mark.parametrize(
+    "query", ["resolve_dirs(config)", "C++", "foo-bar", "%", "_", "'", "\\", '"', "--", "-x"]
+)
+def test_code_like_queries_never_error(shared: str, query: str) -> None:
+    result = pgsearch("search", "-w", "demo", "--", query, dsn=shared)
+    ok(result)
+
+
+def test_secrets_in_tool_output_are_not_findable(shared: str) -> None:
+    for query in ("Bearer", "hunter2", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"):
+        result = search_json(shared, query, "-w", "demo", "--all-hits")
+        assert all("hunter2" not in m["excerpt"] for m in result["matches"])
+        assert all(m["kind"] != "tool_output" for m in result["matches"])
+    assert not search_json(shared, "hunter2", "-w", "demo")["matches"]
+
+
+# -- JSON output ---------------------------------------------------------------------------
+
+
+def test_json_output_has_the_result_fields(shared: str) -> None:
+    result = search_json(shared, "cron", "-w", "demo")
+    assert {"matches", "searched", "next_cursor", "candidates_capped"} <= set(result)
+    assert isinstance(result["searched"], int) and result["searched"] > 0
+    assert isinstance(result["candidates_capped"], bool)
+    assert result["matches"]
+    for match in result["matches"]:
+        assert set(match) == MATCH_FIELDS
+        assert match["workspace_id"] == "demo"
+        assert isinstance(match["seq"], int)
+        assert isinstance(match["score"], float)
+        assert datetime.fromisoformat(match["created_at"]).tzinfo is not None
+
+
+def test_json_paging_with_cursors_never_repeats_or_skips(shared: str) -> None:
+    everything = search_json(shared, "", "-w", "demo", "--all-hits", "--limit", "50")
+    expected = [(m["session_id"], m["seq"]) for m in everything["matches"]]
+    assert len(expected) > 5
+    seen: list[tuple[str, int]] = []
+    cursor: str | None = None
+    for _ in range(len(expected) + 1):
+        args = ["", "-w", "demo", "--all-hits", "--limit", "4"]
+        if cursor:
+            args += ["--cursor", cursor]
+        page = search_json(shared, *args)
+        seen += [(m["session_id"], m["seq"]) for m in page["matches"]]
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    assert seen == expected
+
+
+def test_tampered_cursor_is_a_one_line_error(shared: str) -> None:
+    result = pgsearch("search", "", "-w", "demo", "--cursor", "not-a-cursor", dsn=shared)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stderr.startswith("pgsearch: error:")
+
+
+def test_browse_lists_newest_first(shared: str) -> None:
+    result = search_json(shared, "", "-w", "demo", "--all-hits", "--limit", "50")
+    times = [datetime.fromisoformat(m["created_at"]) for m in result["matches"]]
+    assert times == sorted(times, reverse=True)
+
+
+def test_kind_filter_reaches_bookkeeping(shared: str) -> None:
+    result = search_json(shared, "catalogue", "-w", "demo", "--kind", "summary")
+    assert [m["kind"] for m in result["matches"]] == ["summary"]
+
+
+# -- ingest errors -----------------------------------------------------------------------
+
+
+def test_ingest_rejects_a_malformed_file_whole_and_keeps_the_good_one(
+    dsn: str, tmp_path: Path
+) -> None:
+    logs = tmp_path / "logs"
+    (logs / "nested").mkdir(parents=True)
+    (logs / "good.jsonl").write_text(
+        '{"role": "user", "content": "the zeppelin hangar needs a new roof"}\n'
+        '{"role": "assistant", "content": "I will order the zeppelin roof panels."}\n',
+        encoding="utf-8",
+    )
+    (logs / "nested" / "bad.jsonl").write_text(
+        '{"role": "user", "content": "the bad file mentions the zeppelin too"}\n'
+        '{"role": "user", "content": "unterminated\n'
+        '{"role": "user", "content": "never reached"}\n',
+        encoding="utf-8",
+    )
+    result = pgsearch("ingest", str(logs), "--workspace", "w1", dsn=dsn)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("pgsearch: error:")]
+    assert len(errors) == 1
+    assert re.search(r"bad\.jsonl:2: .*invalid JSON", errors[0])
+    assert "1 errors" in result.stdout
+
+    found = search_json(dsn, "zeppelin", "-w", "w1", "--all-hits")
+    assert {m["session_id"] for m in found["matches"]} == {"good"}
+    sessions = ok(pgsearch("sessions", "-w", "w1", dsn=dsn))
+    assert [line.split("\t")[0] for line in sessions.splitlines()] == ["good"]
+
+
+def test_ingest_of_a_missing_path_is_a_one_line_error(dsn: str, tmp_path: Path) -> None:
+    result = pgsearch("ingest", str(tmp_path / "nowhere"), "-w", "w1", dsn=dsn)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+
+
+def test_reingest_changes_nothing(demo: str) -> None:
+    before = json.loads(ok(pgsearch("stats", "-w", "demo", "--json", dsn=demo)))
+    out = ok(pgsearch("ingest", str(EXAMPLES), "-w", "demo", "--quiet", dsn=demo))
+    assert "0 messages" in out
+    after = json.loads(ok(pgsearch("stats", "-w", "demo", "--json", dsn=demo)))
+    assert after["workspaces"] == before["workspaces"]
+
+
+# -- scope and schema ----------------------------------------------------------------------
+
+
+def test_unknown_workspace_has_no_matches(shared: str) -> None:
+    out = ok(pgsearch("search", "cron", "-w", "nobody", dsn=shared))
+    assert out.startswith("no matches")
+    assert search_json(shared, "cron", "-w", "nobody")["matches"] == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "cron", "-w", "demo"),
+        ("ingest", str(EXAMPLES), "-w", "demo"),
+        ("around", "-w", "demo", "--session", "cron-refactor", "--seq", "1"),
+        ("sessions", "-w", "demo"),
+        ("stats",),
+        ("forget", "-w", "demo", "--session", "cron-refactor"),
+    ],
+    ids=lambda args: args[0],
+)
+def test_unmigrated_database_names_the_fix(empty_dsn: str, args: tuple[str, ...]) -> None:
+    result = pgsearch(*args, dsn=empty_dsn)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("pgsearch: error:")
+    assert "pgsearch migrate" in lines[0]
+
+
+def test_unreachable_server_is_a_one_line_error_without_the_password() -> None:
+    result = pgsearch(
+        "stats", dsn="postgresql://alice:hunter2@127.0.0.1:1/nowhere?connect_timeout=2"
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "hunter2" not in result.stderr
+
+
+# -- around, sessions, forget, stats ------------------------------------------------------
+
+
+def test_around_marks_the_anchor(shared: str) -> None:
+    out = ok(
+        pgsearch("around", "-w", "demo", "--session", "cron-refactor", "--seq", "5", dsn=shared)
+    )
+    headers = [line for line in out.splitlines() if re.match(r"^(>>| {2}) seq=\d+ ", line)]
+    assert [re.search(r"seq=(\d+)", h).group(1) for h in headers] == [  # type: ignore[union-attr]
+        str(seq) for seq in range(2, 9)
+    ]
+    anchors = [h for h in headers if h.startswith(">>")]
+    assert len(anchors) == 1
+    assert anchors[0].startswith(">> seq=5 ")
+    # Windows show raw content, tool output included.
+    assert "register_job(nightly_backup)" in out
+
+
+def test_around_json_window_is_capped_with_the_anchor_inside(shared: str) -> None:
+    out = ok(
+        pgsearch(
+            "around",
+            "-w",
+            "demo",
+            "--session",
+            "cron-refactor",
+            "--seq",
+            "0",
+            "--before",
+            "50",
+            "--after",
+            "50",
+            "--json",
+            dsn=shared,
+        )
+    )
+    window = json.loads(out)
+    seqs = [m["seq"] for m in window["messages"]]
+    assert len(seqs) <= 16
+    assert seqs == sorted(seqs)
+    assert [m["seq"] for m in window["messages"] if m["anchor"]] == [0]
+    assert window["anchor_seq"] == 0
+
+
+def test_around_a_missing_message_is_a_one_line_error(shared: str) -> None:
+    result = pgsearch("around", "-w", "demo", "--session", "nope", "--seq", "0", dsn=shared)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_sessions_lists_the_workspace(shared: str) -> None:
+    out = ok(pgsearch("sessions", "-w", "demo", "--json", dsn=shared))
+    sessions = {s["session_id"]: s for s in json.loads(out)}
+    assert set(sessions) == {"cron-refactor", "deploy-keys", "pokemon-i18n"}
+    assert sessions["cron-refactor"]["title"] == "Cron refactor"
+    assert sessions["cron-refactor"]["message_count"] == 10
+
+
+def test_forget_then_stats(demo: str) -> None:
+    def stats() -> dict[str, Any]:
+        data = json.loads(ok(pgsearch("stats", "--json", dsn=demo)))
+        by_ws: dict[str, Any] = {w["workspace_id"]: w for w in data["workspaces"]}
+        return by_ws
+
+    assert (stats()["demo"]["sessions"], stats()["demo"]["messages"]) == (3, 21)
+    out = ok(pgsearch("forget", "-w", "demo", "--session", "cron-refactor", dsn=demo))
+    assert out.strip() == "forgot session 'cron-refactor': 10 messages deleted"
+    after = stats()["demo"]
+    assert (after["sessions"], after["messages"]) == (2, 11)
+    assert not search_json(demo, "advisory", "-w", "demo")["matches"]
+
+    text = ok(pgsearch("stats", "-w", "demo", dsn=demo))
+    assert re.search(r"^demo\t2\t11\t", text, re.MULTILINE)
+    assert "table\ttable size\tindex size" in text
+
+
+def test_forget_a_workspace_asks_first(demo: str) -> None:
+    refused = pgsearch("forget", "-w", "demo", dsn=demo, stdin="n\n")
+    assert refused.returncode == 1
+    assert "nothing deleted" in refused.stderr
+    assert search_json(demo, "cron", "-w", "demo")["matches"]
+
+    out = ok(pgsearch("forget", "-w", "demo", "--yes", dsn=demo))
+    assert "21 messages deleted" in out
+    assert search_json(demo, "", "-w", "demo")["matches"] == []
+    assert "no sessions" in ok(pgsearch("sessions", "-w", "demo", dsn=demo))
