@@ -73,7 +73,7 @@ def test_only_the_store_layer_imports_database_drivers() -> None:
 
 def test_the_store_layer_does_use_the_drivers() -> None:
     # Guards the test above against passing because it looks at nothing.
-    found = set()
+    found: set[str] = set()
     for path in (PACKAGE / "db").glob("*.py"):
         found.update(top(name) for name in imported_modules(path))
     assert "psycopg" in found
