@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -31,6 +32,11 @@ log = logging.getLogger(__name__)
 
 MAX_WORKSPACE_CHARS = 200
 _BATCH_ROWS = 2000
+#: Files written in one transaction by `Ingestor.ingest_paths` (each in a savepoint).
+GROUP_FILES = 64
+GROUP_ENTRIES = 5000
+#: Files the worker thread reads, parses and indexes ahead of the writer.
+PREPARE_AHEAD = 8
 
 
 def check_workspace(workspace: str) -> str:
@@ -294,39 +300,57 @@ class Ingestor:
         format: str = adapters.AUTO,
     ) -> FileResult:
         """Write one prepared file in one transaction (re-preparing if it went stale)."""
-        shown = str(given)
-        with self.store.transaction(workspace, context=f"ingesting {shown}") as cur:
-            record = self.store.lock_file(cur, workspace, str(real))
-            if prepared is None or prepared.snapshot != record:
-                prepared = self._prepare(given, real, record, session_id, format)
-            result = FileResult(
-                path=shown,
-                skipped=prepared.first_line,
-                workspace=workspace,
-                format=prepared.format,
-                rewritten=prepared.rewrite,
+        with self.store.transaction(workspace, context=f"ingesting {given}") as cur:
+            deltas = Deltas()
+            result = self._write_file(
+                cur, workspace, given, real, session_id, prepared, format, deltas
             )
-            if prepared.rewrite:
-                deltas = Deltas()
-                for old in self.store.sessions_from_source(cur, workspace, str(real)):
-                    self.store.forget_session(cur, workspace, old, deltas)
-                self.store.apply_deltas(cur, workspace, deltas)
-            if prepared.entries:
-                inserted = self._write(
-                    cur,
-                    workspace,
-                    prepared.entries,
-                    prepared.indexed,
-                    source=str(real),
-                    fallback_time=prepared.mtime,
-                    continuing=prepared.start > 0,
-                    where=shown,
-                    assign_seq=prepared.format != adapters.OPENAI,
-                )
-                result.messages = inserted
-                result.skipped += len(prepared.entries) - inserted
-                result.sessions = {e.session_id for e in prepared.entries}
-            self.store.record_file(cur, workspace, prepared.done)
+            self.store.apply_deltas(cur, workspace, deltas)
+        return result
+
+    def _write_file(
+        self,
+        cur: Any,
+        workspace: str,
+        given: Path,
+        real: Path,
+        session_id: str | None,
+        prepared: _Prepared | None,
+        format: str,
+        deltas: Deltas,
+    ) -> FileResult:
+        """Write one file inside the caller's transaction; statistics go to `deltas`."""
+        shown = str(given)
+        record = self.store.lock_file(cur, workspace, str(real))
+        if prepared is None or prepared.snapshot != record:
+            prepared = self._prepare(given, real, record, session_id, format)
+        result = FileResult(
+            path=shown,
+            skipped=prepared.first_line,
+            workspace=workspace,
+            format=prepared.format,
+            rewritten=prepared.rewrite,
+        )
+        if prepared.rewrite:
+            for old in self.store.sessions_from_source(cur, workspace, str(real)):
+                self.store.forget_session(cur, workspace, old, deltas)
+        if prepared.entries:
+            inserted = self._write(
+                cur,
+                workspace,
+                prepared.entries,
+                prepared.indexed,
+                source=str(real),
+                fallback_time=prepared.mtime,
+                continuing=prepared.start > 0,
+                where=shown,
+                assign_seq=prepared.format != adapters.OPENAI,
+                deltas=deltas,
+            )
+            result.messages = inserted
+            result.skipped += len(prepared.entries) - inserted
+            result.sessions = {e.session_id for e in prepared.entries}
+        self.store.record_file(cur, workspace, prepared.done)
         return result
 
     def ingest_file(
@@ -408,24 +432,60 @@ class Ingestor:
             except IngestError as exc:
                 return exc
 
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgsearch-prepare") as pool:
-            pending = [pool.submit(prepare, files[0])] if files else []
-            for index, (given, real) in enumerate(files):
-                prepared = pending.pop().result()
-                if index + 1 < len(files):
-                    pending.append(pool.submit(prepare, files[index + 1]))
-                try:
-                    if isinstance(prepared, IngestError):
-                        raise prepared
-                    assert isinstance(real, Path)
-                    result = self._commit_file(
-                        targets.get(real, workspace), given, real, None, prepared, format
-                    )
-                except IngestError as exc:
-                    result = FileResult(path=str(given), error=exc)
+        def commit_group(ws: str, group: list[tuple[Path, Path, _Prepared]]) -> list[FileResult]:
+            # One transaction for the group, one savepoint per file: each file is
+            # still all or nothing, while the commit, the vocabulary upsert and the
+            # statistics update are paid once per group instead of once per file.
+            results = []
+            with self.store.transaction(ws, context="ingesting files") as cur:
+                deltas = Deltas()
+                for given, real, prepared in group:
+                    mine = Deltas()
+                    try:
+                        with self.store.savepoint():
+                            result = self._write_file(
+                                cur, ws, given, real, None, prepared, format, mine
+                            )
+                        deltas.merge(mine)
+                    except IngestError as exc:
+                        result = FileResult(path=str(given), error=exc)
+                    results.append(result)
+                self.store.apply_deltas(cur, ws, deltas)
+            return results
+
+        def report_all(results: list[FileResult]) -> None:
+            for result in results:
                 report.add(result)
                 if on_file is not None:
                     on_file(result)
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgsearch-prepare") as pool:
+            # The worker prepares files ahead (bounded) while groups are written.
+            futures = deque(pool.submit(prepare, item) for item in files[:PREPARE_AHEAD])
+            group: list[tuple[Path, Path, _Prepared]] = []
+            group_ws = workspace
+            group_entries = 0
+            for index, (given, real) in enumerate(files):
+                prepared = futures.popleft().result()
+                if index + PREPARE_AHEAD < len(files):
+                    futures.append(pool.submit(prepare, files[index + PREPARE_AHEAD]))
+                if isinstance(prepared, IngestError):
+                    report_all([FileResult(path=str(given), error=prepared)])
+                    continue
+                assert isinstance(real, Path)
+                ws = targets.get(real, workspace)
+                if group and (
+                    ws != group_ws
+                    or len(group) >= GROUP_FILES
+                    or group_entries + len(prepared.entries) > GROUP_ENTRIES
+                ):
+                    report_all(commit_group(group_ws, group))
+                    group, group_entries = [], 0
+                group_ws = ws
+                group.append((given, real, prepared))
+                group_entries += len(prepared.entries)
+            if group:
+                report_all(commit_group(group_ws, group))
         return report
 
     # --- API appends --------------------------------------------------------------
@@ -475,7 +535,9 @@ class Ingestor:
         continuing: bool,
         where: str,
         assign_seq: bool = False,
+        deltas: Deltas | None = None,
     ) -> int:
+        """Insert entries; statistics go to `deltas`, or are applied here when None."""
         states = self.store.lock_sessions(cur, ws, (e.session_id for e in entries), source)
         for state in states.values():
             if state.message_count and state.source != source:
@@ -529,7 +591,8 @@ class Ingestor:
                     entry.title if entry.title is not None else title,
                     entry.summary if entry.summary is not None else summary,
                 )
-        deltas = Deltas()
+        apply_here = deltas is None
+        deltas = Deltas() if deltas is None else deltas
         inserted: set[tuple[str, int]] = set()
         for i in range(0, len(rows), _BATCH_ROWS):
             inserted |= self.store.insert_messages(cur, ws, rows[i : i + _BATCH_ROWS], deltas)
@@ -539,7 +602,8 @@ class Ingestor:
             if changed is not None:
                 tsv, field_len = changed
                 self.store.update_session(cur, ws, state, tsv, field_len)
-        self.store.apply_deltas(cur, ws, deltas)
+        if apply_here:
+            self.store.apply_deltas(cur, ws, deltas)
         return len(inserted)
 
     def _update_state(

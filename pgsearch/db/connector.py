@@ -172,6 +172,12 @@ class Connector:
                 cur.execute(sql.SQL("; ").join(local))
             yield cur
 
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A savepoint inside the open transaction (rolled back alone on error)."""
+        with wrap_errors(), self.conn.transaction():
+            yield
+
 
 def make_engine(dsn: str | None = None) -> Any:
     """A SQLAlchemy engine over psycopg for `dsn` (else PGSEARCH_DSN / PG* variables)."""

@@ -75,6 +75,18 @@ class Deltas:
     indexed: Counter[str] = field(default_factory=Counter)
     length: Counter[str] = field(default_factory=Counter)
 
+    def merge(self, other: Deltas) -> None:
+        """Add `other`'s changes to these."""
+        for mine, theirs in (
+            (self.df, other.df),
+            (self.sf, other.sf),
+            (self.n, other.n),
+            (self.indexed, other.indexed),
+            (self.length, other.length),
+        ):
+            for key, value in theirs.items():
+                mine[key] += value
+
 
 #: Batches at least this large are written with COPY instead of bound arrays.
 _COPY_THRESHOLD = 64
@@ -99,6 +111,12 @@ class Store:
             workspace, search=search, timeout_ms=timeout_ms, context=context
         ) as cur:
             yield cur
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A nested unit inside the current transaction, rolled back alone on error."""
+        with self.connector.savepoint():
+            yield
 
     # --- ingest -------------------------------------------------------------------
 
