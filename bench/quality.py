@@ -112,21 +112,31 @@ def mean(rows: list[dict[str, float]]) -> dict[str, float]:
 Searcher = Callable[[str, str], tuple[list[tuple[str, int]], list[str]]]
 
 
-def evaluate(
-    search: Searcher, queries: list[dict[str, Any]]
-) -> dict[str, dict[str, dict[str, float]]]:
-    """Mean metrics per variant and level for one system."""
+def evaluate(search: Searcher, queries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean metrics per variant and level for one system, and its latency."""
     per: dict[str, dict[str, list[dict[str, float]]]] = {}
+    ms: list[float] = []
     for q in queries:
         rel_msgs = {(s, int(n)) for s, n in q["relevant"]}
         rel_sessions = {s for s, _ in rel_msgs}
         for name in VARIANTS:
             text = variant(q["query"], q["qid"], name)
+            t0 = time.perf_counter()
             messages, sessions = search(text, q["workspace"])
+            ms.append((time.perf_counter() - t0) * 1000)
             slot = per.setdefault(name, {"message": [], "session": []})
             slot["message"].append(metrics(messages, rel_msgs))
             slot["session"].append(metrics(sessions, rel_sessions))
-    return {name: {lvl: mean(rows) for lvl, rows in v.items()} for name, v in per.items()}
+    out: dict[str, Any] = {
+        name: {lvl: mean(rows) for lvl, rows in v.items()} for name, v in per.items()
+    }
+    ms.sort()
+    out["latency_ms"] = {
+        "p50": round(ms[len(ms) // 2], 2) if ms else None,
+        "p95": round(ms[int(len(ms) * 0.95)], 2) if ms else None,
+        "note": "per query: all-hits and per-session searches for pgsearch, one for others",
+    }
+    return out
 
 
 def ours(pg: PgSearch) -> Searcher:
@@ -181,6 +191,7 @@ def run(
     try:
         PgSearch.migrate(dsn)
         with PgSearch.connect(dsn) as pg:
+            t0 = time.perf_counter()
             for ws, path in workspace_dirs(corpus):
                 files = sorted(path.glob("*.jsonl"))
                 report = pg.ingest_paths(files, workspace=ws)
@@ -190,6 +201,7 @@ def run(
                 "name": name,
                 "corpus": str(corpus),
                 "queries": len(queries),
+                "ingest_s": round(time.perf_counter() - t0, 1),
                 "systems": {"pgsearch": evaluate(ours(pg), queries)},
             }
         if alternatives:
@@ -231,11 +243,16 @@ def render(results: dict[str, Any]) -> str:
     ]
     for system, by_variant in results["systems"].items():
         for name, levels in by_variant.items():
+            if name not in VARIANTS:
+                continue
             for level, m in levels.items():
                 lines.append(
                     f"| {system} | {name} | {level} | {m['recall@1']:.3f} | {m['recall@5']:.3f} "
                     f"| {m['recall@10']:.3f} | {m['mrr@10']:.3f} | {m['ndcg@10']:.3f} |"
                 )
+    for system, by_variant in results["systems"].items():
+        lat = by_variant.get("latency_ms", {})
+        lines.append(f"{system}: p50 {lat.get('p50')} ms, p95 {lat.get('p95')} ms per query")
     return "\n".join(lines)
 
 
