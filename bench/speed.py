@@ -421,6 +421,26 @@ def machine() -> dict[str, Any]:
     return info
 
 
+def code_version() -> dict[str, Any]:
+    """The commit measured, and whether the working tree differed from it."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "pgsearch", "migrations"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        return {}
+    return {"commit": head, "core_modified": bool(dirty)}
+
+
 def server_info(dsn: str) -> dict[str, str]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         out = {"version": str(conn.execute("SHOW server_version").fetchone()[0])}  # type: ignore[index]
@@ -451,6 +471,7 @@ def run(opts: Options) -> dict[str, Any]:
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": "python -m bench.speed " + " ".join(sys.argv[1:]),
         "machine": machine(),
+        "code": code_version(),
         "server": server_info(dsn),
         "corpus": {k: manifest[k] for k in ("config", "stats", "queries")},
     }
