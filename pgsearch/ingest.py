@@ -18,10 +18,12 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pgsearch import adapters, policy
+from pgsearch.db.queries import FIELDS_STAT
 from pgsearch.db.store import Deltas, FileRecord, MessageRow, SessionState, Store
 from pgsearch.errors import ConfigError, IngestError
 from pgsearch.indexing import IndexedText, index_entry, index_session_fields
@@ -47,6 +49,11 @@ def check_workspace(workspace: str) -> str:
         raise ConfigError(
             f"workspace id must be at most {MAX_WORKSPACE_CHARS} printable characters"
         )
+    if not workspace.isascii():
+        try:
+            workspace.encode("utf-8")
+        except UnicodeEncodeError:  # e.g. undecodable bytes in a command-line argument
+            raise ConfigError("workspace id must be valid Unicode (UTF-8)") from None
     return workspace
 
 
@@ -151,7 +158,10 @@ def find_jsonl(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 def confine(path: Path, roots: Sequence[Path] | None) -> Path:
     """The real path of `path`, which must lie under one of `roots` when given."""
-    real = path.resolve()
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before 3.13)
+        raise IngestError(f"cannot resolve the path: {exc}", path=str(path)) from None
     if roots:
         for root in roots:
             if real.is_relative_to(root.resolve()):
@@ -479,13 +489,13 @@ class Ingestor:
                     or len(group) >= GROUP_FILES
                     or group_entries + len(prepared.entries) > GROUP_ENTRIES
                 ):
-                    report_all(commit_group(group_ws, group))
+                    report_all(self.store.retrying(partial(commit_group, group_ws, group)))
                     group, group_entries = [], 0
                 group_ws = ws
                 group.append((given, real, prepared))
                 group_entries += len(prepared.entries)
             if group:
-                report_all(commit_group(group_ws, group))
+                report_all(self.store.retrying(partial(commit_group, group_ws, group)))
         return report
 
     # --- API appends --------------------------------------------------------------
@@ -628,8 +638,11 @@ class Ingestor:
         ix = index_session_fields(
             state.title, state.summary, max_chars=self.settings.max_indexed_chars
         )
-        if set(ix.terms) != set(state.field_terms):
+        if set(ix.terms) != set(state.field_terms) or ix.length != state.field_len:
             deltas.sf.subtract(state.field_terms)
             deltas.sf.update(ix.terms)
+            deltas.indexed[FIELDS_STAT] += bool(ix.terms) - bool(state.field_terms)
+            deltas.length[FIELDS_STAT] += ix.length - state.field_len
             state.field_terms = ix.terms
+            state.field_len = ix.length
         return ix.tsvector, ix.length

@@ -30,7 +30,8 @@ FUZZY_2 = 0.5
 #: A longer word starting with a short query word (`conf` → `config`).
 PREFIX = 0.6
 
-#: A message in a session whose title matches is boosted x2; a summary match x3.
+#: A message in a session whose title matches the whole query is boosted x2, whose
+#: summary does x3 (partial matches proportionally less; see `search`).
 TITLE_BOOST = 2.0
 SUMMARY_BOOST = 3.0
 #: A message containing a quoted phrase (or a CJK run) in order is boosted.

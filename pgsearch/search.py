@@ -189,6 +189,33 @@ def _fingerprint(scope: Scope, req: SessionQueryRequest, kinds: Sequence[str]) -
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
+def check_key(name: str, value: object, *, max_chars: int = 256) -> str:
+    """`value` if it can name a stored key (session id, tool name), else `InvalidQuery`.
+
+    Keys are 1 to `max_chars` characters of valid Unicode without NUL: anything else
+    could never have been stored, and the driver would reject it.
+    """
+    if not isinstance(value, str) or not 0 < len(value) <= max_chars:
+        raise InvalidQuery(f"{name} must be 1 to {max_chars} characters")
+    if "\x00" in value:
+        raise InvalidQuery(f"{name} must not contain NUL characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidQuery(f"{name} contains a lone surrogate (not valid Unicode)") from None
+    return value
+
+
+def _names(value: object, name: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, tuple | list | frozenset | set):
+        raise InvalidQuery(f"{name} must be a list of names")
+    for item in value:
+        if not isinstance(item, str):
+            raise InvalidQuery(f"{name} must be a list of names, got {item!r}")
+    return tuple(dict.fromkeys(value))
+
+
 def _aware(value: datetime | None, name: str) -> datetime | None:
     if value is None:
         return None
@@ -231,15 +258,22 @@ class SearchEngine:
             )
         if isinstance(req.limit, bool) or not isinstance(req.limit, int) or req.limit < 1:
             raise InvalidQuery("limit must be a positive integer")
-        if not isinstance(req.excerpt_bytes, int) or req.excerpt_bytes < 1:
+        if (
+            isinstance(req.excerpt_bytes, bool)
+            or not isinstance(req.excerpt_bytes, int)
+            or req.excerpt_bytes < 1
+        ):
             raise InvalidQuery("excerpt_bytes must be a positive integer")
-        kinds = tuple(dict.fromkeys(req.kinds)) or policy.DEFAULT_SEARCH_KINDS
+        if req.cursor is not None and not isinstance(req.cursor, str):
+            raise InvalidQuery("cursor must be a string from a previous result")
+        kinds = _names(req.kinds, "kinds") or policy.DEFAULT_SEARCH_KINDS
+        roles = _names(req.roles, "roles")
         bad = [k for k in kinds if k not in policy.ALL_KINDS]
         if bad:
             raise InvalidQuery(
                 f"unknown kind {bad[0]!r}; known kinds: {', '.join(policy.ALL_KINDS)}"
             )
-        bad = [r for r in req.roles if r not in policy.ROLES]
+        bad = [r for r in roles if r not in policy.ROLES]
         if bad:
             raise InvalidQuery(f"unknown role {bad[0]!r}; roles: {', '.join(policy.ROLES)}")
         since = _aware(req.since, "since")
@@ -247,13 +281,13 @@ class SearchEngine:
         if since and until and since >= until:
             raise InvalidQuery("since must be earlier than until")
         for name, value in (("tool_name", req.tool_name), ("session_id", session)):
-            if value is not None and (not isinstance(value, str) or not value or len(value) > 256):
-                raise InvalidQuery(f"{name} must be 1 to 256 characters")
+            if value is not None:
+                check_key(name, value)
         return q.Filters(
             workspace=scope.workspace,
             kinds=kinds,
             session_id=session,
-            roles=tuple(dict.fromkeys(req.roles)),
+            roles=roles,
             tool_name=req.tool_name,
             since=since,
             until=until,
@@ -414,7 +448,7 @@ class SearchEngine:
         stats = self.store.run(
             cur, q.SEARCH_STATS, {"ws": f.workspace, "kinds": list(f.kinds)}, explain=plans
         )
-        n_indexed, total_len, kind_total = (int(v) for v in stats[0])
+        n_indexed, total_len, kind_total, n_fields, fields_len = (int(v) for v in stats[0])
         searched = kind_total if f.only_kinds else self._searched(cur, f, plans)
         expanded = self._expand(cur, f.workspace, words, plans)
         groups = list(expanded.values())
@@ -468,7 +502,9 @@ class SearchEngine:
                 total += unit_df(unit)
             fetch(" | ".join(f"({tsquery_and(u)})" for u in chosen), total > cap, cap)
 
-        field_hits = self._session_fields(cur, f, groups, terms, plans)
+        field_hits = self._session_fields(
+            cur, f, groups, ranking.Corpus(n_fields, fields_len), corpus, plans
+        )
 
         scored: list[ranking.Ranked] = []
         for c in candidates.values():
@@ -540,16 +576,27 @@ class SearchEngine:
         cur: Cursor,
         f: q.Filters,
         groups: list[list[ranking.Expansion]],
-        terms: list[str],
+        fields: ranking.Corpus,
+        messages: ranking.Corpus,
         plans: list[str] | None,
     ) -> dict[str, tuple[float, float, set[str], str]]:
-        """Sessions whose title/summary matches: boost, field score, terms, kind."""
-        if f.roles or f.tool_name or f.since or f.until:
+        """Sessions whose title/summary matches: boost, field score, terms, kind.
+
+        The boost grows with how much of the query the field covers, weighting each
+        word by its IDF: a title holding every rare word of the query doubles its
+        session's hits (a summary triples them), a title sharing only a common word
+        barely moves them. Words common among titles/summaries do not select sessions.
+        """
+        if f.roles or f.tool_name or f.since or f.until or fields.n == 0:
             return {}
-        params = {
+        stop_sf = max(self.settings.stop_df_ratio * fields.n, STOP_MIN_DF)
+        selective = [g for g in groups if max(e.sf for e in g) < stop_sf]
+        if not selective:
+            return {}
+        params: dict[str, Any] = {
             "ws": f.workspace,
-            "terms": terms,
-            "tsq": tsquery_or(groups),
+            "terms": sorted({e.term for g in groups for e in g}),
+            "tsq": tsquery_or(selective),
             "cap": self.settings.candidate_cap,
         }
         sql = q.SESSION_FIELD_MATCHES
@@ -557,31 +604,36 @@ class SearchEngine:
             sql = q.SESSION_FIELD_MATCHES_ONE
             params["session_id"] = f.session_id
         rows = self.store.run(cur, sql, params, explain=plans)
-        if not rows:
-            return {}
-        stat = self.store.run(cur, q.SESSION_FIELD_STATS, {"ws": f.workspace}, explain=plans)[0]
-        corpus = ranking.Corpus(int(stat[0]), int(stat[1]))
+        n = max(messages.n, 1)
+        weights = [ranking.idf(n, max(e.df for e in g)) for g in groups]
+        total_weight = sum(weights) or 1.0
         out: dict[str, tuple[float, float, set[str], str]] = {}
         for sid, field_len, tfs in rows:
             counts: dict[str, int] = {}
-            weights: set[str] = set()
+            where: dict[str, str] = {}
             for item in tfs or ():
                 term, num, w = item.split(" ")
                 counts[term] = int(num)
-                weights.update(w)
+                where[term] = w
             score, matched = ranking.score_document(
-                counts, int(field_len), groups, corpus, use_sf=True
+                counts, int(field_len), groups, fields, use_sf=True
             )
             if score <= 0:
                 continue
-            in_summary = "B" in weights
-            boost = ranking.SUMMARY_BOOST if in_summary else ranking.TITLE_BOOST
-            out[sid] = (
-                boost,
-                score,
-                matched,
-                "summary" if in_summary and "A" not in weights else "title",
+            in_title = sum(
+                w
+                for g, w in zip(groups, weights, strict=True)
+                if any("A" in where.get(e.term, "") for e in g)
             )
+            in_summary = sum(
+                w
+                for g, w in zip(groups, weights, strict=True)
+                if any("B" in where.get(e.term, "") for e in g)
+            )
+            title_boost = 1 + (ranking.TITLE_BOOST - 1) * in_title / total_weight
+            summary_boost = 1 + (ranking.SUMMARY_BOOST - 1) * in_summary / total_weight
+            kind = "summary" if summary_boost > title_boost else "title"
+            out[sid] = (max(title_boost, summary_boost), score, matched, kind)
         return out
 
     def _materialise(

@@ -68,6 +68,17 @@ def assert_statistics_exact(dsn: str, workspace: str) -> None:
             ).fetchall()
         }
         assert stored_stats == counted_stats
+        fields = conn.execute(
+            "SELECT n_indexed, total_len FROM workspace_stats "
+            "WHERE workspace_id = %s AND kind = '~session_fields'",
+            (workspace,),
+        ).fetchone() or (0, 0)
+        counted_fields = conn.execute(
+            "SELECT count(*) FILTER (WHERE length(coalesce(tsv, ''::tsvector)) > 0), "
+            "coalesce(sum(field_len), 0) FROM sessions WHERE workspace_id = %s",
+            (workspace,),
+        ).fetchone()
+        assert fields == counted_fields
         bad_sessions = conn.execute(
             """SELECT s.session_id, s.message_count, count(m.seq), s.next_seq,
                       coalesce(max(m.seq) + 1, 0)

@@ -38,7 +38,7 @@ ON CONFLICT (workspace_id, session_id) DO NOTHING
 
 LOCK_SESSIONS = """
 SELECT session_id, source, title, summary, next_seq, last_turn, message_count,
-       created_at, updated_at, tsvector_to_array(tsv)
+       created_at, updated_at, tsvector_to_array(tsv), field_len
 FROM sessions
 WHERE workspace_id = %(ws)s AND session_id = ANY(%(ids)s::text[])
 ORDER BY session_id
@@ -142,7 +142,7 @@ RETURNING kind, token_count, tsvector_to_array(tsv)
 
 DELETE_SESSION = """
 DELETE FROM sessions WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
-RETURNING tsvector_to_array(coalesce(tsv, ''::tsvector)), source
+RETURNING tsvector_to_array(coalesce(tsv, ''::tsvector)), source, field_len
 """
 
 DELETE_SESSION_FILES = """
@@ -173,7 +173,7 @@ LIMIT %(limit)s OFFSET %(offset)s
 
 WORKSPACE_STATS = """
 SELECT kind, n_messages, n_indexed, total_len FROM workspace_stats
-WHERE workspace_id = %(ws)s
+WHERE workspace_id = %(ws)s AND kind <> '~session_fields'
 """
 
 ALL_WORKSPACES = "SELECT DISTINCT workspace_id FROM workspace_stats ORDER BY 1"
@@ -228,9 +228,15 @@ CROSS JOIN LATERAL (
 ) f
 """
 
+#: The `workspace_stats` row that counts session titles/summaries, not messages.
+FIELDS_STAT = "~session_fields"
+
 SEARCH_STATS = """
-SELECT coalesce(sum(n_indexed), 0), coalesce(sum(total_len), 0),
-       coalesce(sum(n_messages) FILTER (WHERE kind = ANY(%(kinds)s::text[])), 0)
+SELECT coalesce(sum(n_indexed) FILTER (WHERE kind <> '~session_fields'), 0),
+       coalesce(sum(total_len) FILTER (WHERE kind <> '~session_fields'), 0),
+       coalesce(sum(n_messages) FILTER (WHERE kind = ANY(%(kinds)s::text[])), 0),
+       coalesce(sum(n_indexed) FILTER (WHERE kind = '~session_fields'), 0),
+       coalesce(sum(total_len) FILTER (WHERE kind = '~session_fields'), 0)
 FROM workspace_stats WHERE workspace_id = %(ws)s
 """
 
@@ -253,10 +259,6 @@ FROM sessions s
 WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s AND s.tsv @@ %(tsq)s::tsquery
 """
 
-SESSION_FIELD_STATS = """
-SELECT count(*) FILTER (WHERE tsv IS NOT NULL), coalesce(sum(field_len), 0)
-FROM sessions WHERE workspace_id = %(ws)s
-"""
 
 FETCH_MESSAGES = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pgsearch.db import queries as q
 from pgsearch.db.connector import Connector, Cursor
@@ -23,6 +23,8 @@ from pgsearch.db.schema import TENANT_TABLES
 from pgsearch.normalize import stem
 
 __all__ = ["Cursor", "FileRecord", "MessageRow", "SessionState", "Store"]
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -37,6 +39,7 @@ class SessionState:
     created_at: datetime | None
     updated_at: datetime | None
     field_terms: tuple[str, ...] = ()
+    field_len: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +115,11 @@ class Store:
         ) as cur:
             yield cur
 
+    def retrying(self, work: Callable[[], T]) -> T:
+        """Run `work`, one whole transaction, again if Postgres aborts it as a deadlock
+        victim or serialization failure (see `Connector.retrying`)."""
+        return self.connector.retrying(work)
+
     @contextmanager
     def savepoint(self) -> Iterator[None]:
         """A nested unit inside the current transaction, rolled back alone on error."""
@@ -165,6 +173,7 @@ class Store:
                 created_at=row[7],
                 updated_at=row[8],
                 field_terms=tuple(row[9] or ()),
+                field_len=int(row[10] or 0),
             )
             for row in cur.fetchall()
         }
@@ -308,9 +317,12 @@ class Store:
         cur.execute(q.DELETE_SESSION, {"ws": ws, "session_id": session_id})
         row = cur.fetchone()
         if row is not None:
-            field_terms, source = row
+            field_terms, source, field_len = row
             for t in field_terms:
                 deltas.sf[t] -= 1
+            if field_terms:
+                deltas.indexed[q.FIELDS_STAT] -= 1
+                deltas.length[q.FIELDS_STAT] -= int(field_len)
             if source:
                 cur.execute(q.DELETE_SESSION_FILES, {"ws": ws, "paths": [source]})
         elif count == 0:
