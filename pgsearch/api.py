@@ -12,16 +12,17 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pgsearch.db import connector as db
 from pgsearch.db import queries as q
 from pgsearch.db.store import Deltas, Store
-from pgsearch.errors import InvalidQuery, NotFound, ScopeError
+from pgsearch.errors import ConfigError, InvalidQuery, NotFound, ScopeError
 from pgsearch.excerpt import clip, window_bounds
 from pgsearch.ingest import FileResult, Ingestor, IngestReport, check_workspace
-from pgsearch.search import Scope, SearchEngine
+from pgsearch.search import Scope, SearchEngine, check_key
 from pgsearch.settings import Settings
 from pgsearch.types import (
     DEFAULT_CONTEXT,
@@ -117,13 +118,18 @@ class PgSearch:
         ``codex``. With `workspace_from_cwd`, an agent log goes to the workspace named
         by its working directory (`workspace` when it names none).
         """
-        return self._ingestor.ingest_file(
-            path,
-            workspace=workspace,
-            session_id=session_id,
-            roots=_roots(roots),
-            format=format,
-            workspace_from_cwd=workspace_from_cwd,
+        # One transaction, decided from what it reads: safe to run again when
+        # Postgres picks it as a deadlock victim.
+        return self._store.retrying(
+            partial(
+                self._ingestor.ingest_file,
+                path,
+                workspace=workspace,
+                session_id=session_id,
+                roots=_roots(roots),
+                format=format,
+                workspace_from_cwd=workspace_from_cwd,
+            )
         )
 
     def ingest_paths(
@@ -148,11 +154,21 @@ class PgSearch:
 
     def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
         """Append messages to a session; they are searchable when this returns."""
-        return self._ingestor.append(workspace=workspace, session_id=session_id, messages=messages)
+        return self._store.retrying(
+            partial(
+                self._ingestor.append,
+                workspace=workspace,
+                session_id=session_id,
+                messages=messages,
+            )
+        )
 
     def forget(self, *, workspace: str, session_id: str | None = None) -> int:
         """Delete a session (or a whole workspace); statistics follow. Returns messages deleted."""
         check_workspace(workspace)
+        return self._store.retrying(partial(self._forget, workspace, session_id))
+
+    def _forget(self, workspace: str, session_id: str | None) -> int:
         with self._store.transaction(workspace, context="forgetting") as cur:
             if session_id is None:
                 return self._store.forget_workspace(cur, workspace)
@@ -188,11 +204,17 @@ class PgSearch:
     ) -> Window:
         """Messages around (session, seq): the anchor always included, at most 16 in all."""
         check_workspace(workspace)
+        check_key("session_id", session_id)
         for name, value in (("seq", seq), ("before", before), ("after", after)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidQuery(f"{name} must be a non-negative integer")
         nb, na = window_bounds(before, after, MAX_WINDOW)
-        with self._store.transaction(workspace, search=True, context="reading a window") as cur:
+        with self._store.transaction(
+            workspace,
+            search=True,
+            timeout_ms=self.settings.statement_timeout_ms,
+            context="reading a window",
+        ) as cur:
             after_rows = self._store.run(
                 cur,
                 q.WINDOW_AFTER,
@@ -222,12 +244,18 @@ class PgSearch:
     ) -> Window:
         """One page of a session's messages from `start_seq`; `next_seq` continues."""
         check_workspace(workspace)
+        check_key("session_id", session_id)
         if isinstance(start_seq, bool) or not isinstance(start_seq, int) or start_seq < 0:
             raise InvalidQuery("start_seq must be a non-negative integer")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidQuery("limit must be a positive integer")
         limit = min(limit, MAX_WINDOW)
-        with self._store.transaction(workspace, search=True, context="listing a session") as cur:
+        with self._store.transaction(
+            workspace,
+            search=True,
+            timeout_ms=self.settings.statement_timeout_ms,
+            context="listing a session",
+        ) as cur:
             exists = self._store.run(
                 cur, q.SESSION_EXISTS, {"ws": workspace, "session_id": session_id}
             )
@@ -265,6 +293,13 @@ class PgSearch:
         ]
 
     def workspaces(self) -> list[str]:
+        """Every workspace with data; refused under row level security, where each
+        transaction is bound to one workspace and a list would cross tenants."""
+        if self.settings.row_level_security:
+            raise ConfigError(
+                "with row level security on, workspaces cannot be listed across "
+                "tenants; name the workspace (--workspace)"
+            )
         with self._store.transaction(None, context="listing workspaces") as cur:
             return self._store.workspaces(cur)
 

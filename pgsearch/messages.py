@@ -139,7 +139,15 @@ def parse_time(value: Any) -> datetime | None:
             parsed = datetime.fromisoformat(text)
         except ValueError:
             raise ValueError(f"'created_at' {value!r} is not an ISO 8601 time") from None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=UTC)
+        # A time whose UTC value falls outside years 1-9999 (0001-01-01T00:00+14:00)
+        # could be stored but never read back: it would break every later read.
+        try:
+            parsed.astimezone(UTC)
+        except OverflowError:
+            raise ValueError(f"'created_at' {value!r} is out of range") from None
+        return parsed
     raise ValueError("'created_at' must be an ISO 8601 string or a number")
 
 

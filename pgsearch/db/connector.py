@@ -10,27 +10,39 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
 
-from pgsearch.errors import InvalidQuery, PgSearchError, SchemaOutOfDate, StoreError
+from pgsearch.errors import ConfigError, InvalidQuery, PgSearchError, SchemaOutOfDate, StoreError
 
 log = logging.getLogger(__name__)
 
 #: The Alembic revision this code needs (a test checks it is the migrations' head).
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 MIGRATE_HINT = "run `pgsearch migrate` (or `alembic upgrade head`)"
 _PASSWORD_RE = re.compile(r"(password\s*=\s*)\S+|(://[^:/@\s]+:)[^@\s]+(@)", re.IGNORECASE)
 
 Cursor = psycopg.Cursor[TupleRow]
+T = TypeVar("T")
+
+#: Errors after which Postgres has rolled the whole transaction back and asks the
+#: client to run it again: a deadlock victim, or a serialization failure.
+_TRANSIENT = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+#: Attempts `Connector.retrying` makes, and the first back-off ceiling (seconds;
+#: doubled per attempt, with full jitter so that colliding writers drift apart).
+RETRY_ATTEMPTS = 6
+RETRY_BACKOFF = 0.02
 
 
 def redact_dsn(dsn: str) -> str:
@@ -59,6 +71,12 @@ def wrap_errors(context: str = "") -> Iterator[None]:
         raise
     except pg_errors.QueryCanceled as exc:
         raise StoreError(f"{prefix}statement timed out ({exc.diag.message_primary})") from exc
+    except UnicodeEncodeError as exc:
+        # Only text with lone surrogates cannot be encoded; it is the caller's text.
+        raise InvalidQuery(
+            f"{prefix}text contains a lone surrogate (U+{ord(exc.object[exc.start]):04X}), "
+            "which is not valid Unicode"
+        ) from exc
     except pg_errors.UndefinedTable as exc:
         raise SchemaOutOfDate(
             f"{prefix}the database has no pgsearch schema; {MIGRATE_HINT}"
@@ -110,6 +128,7 @@ class Connector:
         if check_schema:
             try:
                 connector.check_schema()
+                connector.check_row_security()
             except BaseException:
                 connector.close()
                 raise
@@ -133,6 +152,53 @@ class Connector:
                 f"the database schema is at revision {found}, this pgsearch needs "
                 f"{HEAD_REVISION}; {MIGRATE_HINT}"
             )
+
+    def check_row_security(self) -> None:
+        """Refuse a role the RLS policies restrict unless this connector binds workspaces.
+
+        Such a role sees no rows outside a bound transaction, so running it without
+        ``PGSEARCH_RLS`` would only ever return empty results. The reverse (binding on,
+        but a role that bypasses the policies) works, with isolation resting on
+        pgsearch's own filters alone, and is logged.
+        """
+        with wrap_errors("checking row level security"), self.conn.cursor() as cur:
+            cur.execute("SELECT row_security_active('messages'), current_user")
+            row = cur.fetchone()
+        active, role = (bool(row[0]), str(row[1])) if row else (False, "")
+        if active and not self.rls:
+            raise ConfigError(
+                f"role {role!r} is subject to pgsearch's row level security policies; "
+                "set PGSEARCH_RLS=on so that each transaction is bound to its workspace"
+            )
+        if self.rls and not active:
+            log.warning(
+                "PGSEARCH_RLS is on but role %r bypasses row level security (it owns the "
+                "tables, is a superuser or has BYPASSRLS); connect as another role to "
+                "have the database enforce workspace isolation",
+                role,
+            )
+
+    def retrying(self, work: Callable[[], T], *, attempts: int = RETRY_ATTEMPTS) -> T:
+        """Run `work`, one whole transaction, again when Postgres asks for a retry.
+
+        A deadlock victim or a serialization failure has been rolled back entirely,
+        so running the same unit again is correct as long as `work` opens its own
+        transaction and decides everything from what it reads inside it. Any other
+        error, and a transient one on the last attempt, propagates.
+        """
+        for attempt in range(1, attempts + 1):
+            try:
+                return work()
+            except StoreError as exc:
+                if (
+                    attempt == attempts
+                    or not isinstance(exc.__cause__, _TRANSIENT)
+                    or self.conn.info.transaction_status != TransactionStatus.IDLE
+                ):
+                    raise
+                log.info("retrying after %s (attempt %d of %d)", exc, attempt, attempts)
+                time.sleep(random.uniform(0, RETRY_BACKOFF * 2**attempt))
+        raise AssertionError("unreachable")
 
     @contextmanager
     def transaction(
