@@ -10,7 +10,9 @@ this**``. Typo and stem expansions count as matches, so ``databse`` marks
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
+from functools import cache
 
 from pgsearch.normalize import is_cjk, normalize, tokenize
 
@@ -18,7 +20,22 @@ MARK_OPEN = "**"
 MARK_CLOSE = "**"
 ELLIPSIS = "…"
 _SPACE_RE = re.compile(r"\s+")
-_WORD_RE = re.compile(r"[^\W_]+")
+
+
+@cache
+def _word_re() -> re.Pattern[str]:
+    """Letters and digits with any combining marks inside (``e`` + U+0301, Indic vowel
+    signs): `normalize` drops such marks and keeps the word whole, so must we."""
+    # All marks but 240 variation selectors lie below U+20000; one scan is ~25 ms.
+    ranges: list[list[int]] = []
+    for cp in range(0x20000):
+        if unicodedata.category(chr(cp)).startswith("M"):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1][1] = cp
+            else:
+                ranges.append([cp, cp])
+    marks = "".join(f"{chr(a)}-{chr(b)}" for a, b in ranges) + "\U000e0100-\U000e01ef"
+    return re.compile(f"[^\\W_](?:[^\\W_]|[{marks}])*")
 
 
 def utf8_len(text: str) -> int:
@@ -39,7 +56,7 @@ def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
     if not wanted:
         return []
     spans: list[tuple[int, int]] = []
-    for m in _WORD_RE.finditer(text):
+    for m in _word_re().finditer(text):
         word = m.group()
         if is_cjk(word):
             for i in range(len(word)):
@@ -66,7 +83,9 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def make_excerpt(text: str, terms: Iterable[str], max_bytes: int) -> str:
     """At most `max_bytes` of `text` around the first match, matches marked."""
-    flat = _SPACE_RE.sub(" ", text).strip()
+    # Composed (NFC) so that a decomposed word (``e`` + U+0301, Hangul jamo) is cut
+    # into the same pieces `normalize` sees; canonically equivalent, so it reads alike.
+    flat = unicodedata.normalize("NFC", _SPACE_RE.sub(" ", text).strip())
     if not flat:
         return ""
     spans = match_spans(flat, terms)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
@@ -28,7 +29,7 @@ ANY_TEXT = st.one_of(st.text(max_size=800), MIXED)
 
 
 def flat(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
+    return unicodedata.normalize("NFC", re.sub(r"\s+", " ", text).strip())
 
 
 def unmarked(excerpt: str) -> str:
@@ -134,6 +135,51 @@ def test_matches_are_found_through_normalisation() -> None:
     assert make_excerpt("resolve_dirs(config) fails", ["config"], 600) == (
         "resolve_dirs(**config**) fails"
     )
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        "Flabe\u0301be\u0301",  # decomposed accents (NFD text, as macOS writes names)
+        "Pokémon",
+        "Straße",
+        "हिन्दी",  # Devanagari vowel signs and virama are marks inside the word
+        "ภาษาไทย",
+        "Ελληνικά",
+    ],
+)
+def test_words_with_combining_marks_are_marked_whole(word: str) -> None:
+    (term,) = tokenize(word)
+    shown = unicodedata.normalize("NFC", word)  # canonically equivalent to `word`
+    assert make_excerpt(f"say {word} twice", [term], 600) == f"say **{shown}** twice"
+
+
+def test_decomposed_hangul_is_matched_like_composed() -> None:
+    text = "say " + unicodedata.normalize("NFD", "한국어") + " twice"
+    assert make_excerpt(text, ["국어"], 600) == "say 한**국어** twice"
+
+
+def test_excerpt_is_centred_on_a_decomposed_match() -> None:
+    word = "Flabe\u0301be\u0301"
+    text = "filler " * 300 + word + " tail" * 300
+    excerpt = make_excerpt(text, tokenize(word), 200)
+    assert "**Flabébé**" in excerpt
+
+
+WORDISH = st.text(
+    st.characters(categories=["Lu", "Ll", "Lo", "Mn", "Mc", "Nd"]), min_size=1, max_size=12
+).filter(lambda w: len(tokenize(w)) == 1 and w[0].isalnum())
+
+
+@settings(max_examples=300)
+@given(WORDISH, st.sampled_from(["NFC", "NFD", "NFKC", "NFKD"]))
+def test_a_matching_word_is_always_marked(word: str, form: str) -> None:
+    word = unicodedata.normalize(form, word)
+    terms = tokenize(word)
+    if len(terms) != 1:
+        return
+    excerpt = make_excerpt(f"before {word} after", terms, 600)
+    assert MARK_OPEN in excerpt
 
 
 def test_cjk_matches_are_marked_inside_a_run() -> None:
