@@ -264,8 +264,12 @@ def test_ingest_rejects_a_malformed_file_whole_and_keeps_the_good_one(
 
 def test_ingest_of_a_missing_path_is_a_one_line_error(dsn: str, tmp_path: Path) -> None:
     result = pgsearch("ingest", str(tmp_path / "nowhere"), "-w", "w1", dsn=dsn)
-    assert result.returncode != 0
+    assert result.returncode == 1
     assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("pgsearch: error:")
+    assert "nowhere" in lines[0]
 
 
 def test_reingest_changes_nothing(demo: str) -> None:
