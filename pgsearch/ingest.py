@@ -552,8 +552,12 @@ class Ingestor:
         for state in states.values():
             if state.message_count and state.source != source:
                 origin = state.source or "API appends"
+                # A file's entries carry their line (seq = line - 1 until assigned).
+                first = next(e for e in entries if e.session_id == state.session_id)
                 raise IngestError(
-                    f"session {state.session_id!r} already holds messages from {origin}", path=where
+                    f"session {state.session_id!r} already holds messages from {origin}",
+                    path=where,
+                    line=first.seq + 1 if source is not None else None,
                 )
         turns = {sid: (s.last_turn if continuing else 0) for sid, s in states.items()}
         last_time = {sid: (s.updated_at if continuing else None) for sid, s in states.items()}
