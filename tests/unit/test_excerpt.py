@@ -39,14 +39,14 @@ def unmarked(excerpt: str) -> str:
 # -- byte bounds and character boundaries ------------------------------------------
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(ANY_TEXT, st.lists(ANY_TEXT, max_size=3), st.integers(0, MAX_EXCERPT_BYTES))
 def test_excerpt_never_exceeds_max_bytes(text: str, words: list[str], max_bytes: int) -> None:
     terms = [t for w in words for t in tokenize(w)]
     assert utf8_len(make_excerpt(text, terms, max_bytes)) <= max_bytes
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(MIXED, MIXED, st.integers(40, 700))
 def test_excerpt_cut_never_splits_a_character(before: str, after: str, max_bytes: int) -> None:
     text = before + " needle " + after
@@ -56,7 +56,7 @@ def test_excerpt_cut_never_splits_a_character(before: str, after: str, max_bytes
     assert unmarked(excerpt) in flat(text)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(MIXED, MIXED, st.integers(40, MAX_EXCERPT_BYTES))
 def test_first_match_is_in_the_excerpt_and_marked(before: str, after: str, max_bytes: int) -> None:
     text = before + " needle " + after
@@ -64,7 +64,7 @@ def test_first_match_is_in_the_excerpt_and_marked(before: str, after: str, max_b
     assert f"{MARK_OPEN}needle{MARK_CLOSE}" in excerpt
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300), st.integers(0, 3000))
 def test_truncate_bytes_is_a_prefix_within_the_limit(text: str, max_bytes: int) -> None:
     cut = truncate_bytes(text, max_bytes)
@@ -171,7 +171,7 @@ WORDISH = st.text(
 ).filter(lambda w: len(tokenize(w)) == 1 and w[0].isalnum())
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(WORDISH, st.sampled_from(["NFC", "NFD", "NFKC", "NFKD"]))
 def test_a_matching_word_is_always_marked(word: str, form: str) -> None:
     word = unicodedata.normalize(form, word)
@@ -202,7 +202,7 @@ def test_default_and_cap_sizes() -> None:
 # -- windows ---------------------------------------------------------------------------------
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.integers(-5, 200), st.integers(-5, 200))
 def test_window_keeps_the_anchor_and_at_most_16(before: int, after: int) -> None:
     nb, na = window_bounds(before, after, MAX_WINDOW)
@@ -211,7 +211,7 @@ def test_window_keeps_the_anchor_and_at_most_16(before: int, after: int) -> None
     assert nb + na + 1 <= MAX_WINDOW
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.integers(0, 200), st.integers(0, 200), st.integers(1, 60))
 def test_window_uses_its_room_and_stays_centred_when_trimmed(
     before: int, after: int, max_window: int
@@ -269,7 +269,7 @@ def test_clip_cuts_and_says_how_much_was_left_out() -> None:
     assert note == f"{utf8_len(text) - utf8_len(kept)} more bytes]"
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(ANY_TEXT, st.integers(0, 1000))
 def test_clip_never_exceeds_max_bytes(text: str, max_bytes: int) -> None:
     clipped = clip(text, max_bytes)
@@ -278,7 +278,7 @@ def test_clip_never_exceeds_max_bytes(text: str, max_bytes: int) -> None:
         assert clipped == text
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(ANY_TEXT, st.integers(40, 1000))
 def test_clip_note_counts_the_bytes_left_out(text: str, max_bytes: int) -> None:
     clipped = clip(text, max_bytes)

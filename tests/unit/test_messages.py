@@ -296,7 +296,7 @@ def test_created_at_reaches_the_entry() -> None:
 # -- properties ----------------------------------------------------------------------------
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=300))
 def test_any_bytes_either_parse_or_raise_ingest_error(data: bytes) -> None:
     try:
@@ -309,7 +309,7 @@ def test_any_bytes_either_parse_or_raise_ingest_error(data: bytes) -> None:
         entry.content.encode("utf-8")
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(st.text(), st.none()), max_size=8))
 def test_any_text_content_is_kept_and_storable(texts: list[str | None]) -> None:
     entries = parse(lines(*({"role": "user", "content": t} for t in texts)))

@@ -37,27 +37,27 @@ def _has_mark(text: str) -> bool:
 # -- properties ---------------------------------------------------------------------
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(ANY_TEXT)
 def test_normalize_is_idempotent(text: str) -> None:
     key = normalize(text)
     assert normalize(key) == key
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(ANY_TEXT)
 def test_normalize_never_raises_and_output_is_storable(text: str) -> None:
     key = normalize(text)
     key.encode("utf-8")  # no lone surrogates survive
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(ANY_TEXT)
 def test_normalized_text_has_no_combining_marks(text: str) -> None:
     assert not _has_mark(normalize(text))
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(ANY_TEXT)
 def test_tokenize_never_raises_and_yields_nonempty_terms(text: str) -> None:
     tokens = list(iter_tokens(text))
@@ -68,14 +68,14 @@ def test_tokenize_never_raises_and_yields_nonempty_terms(text: str) -> None:
     assert all(p >= 1 for p in positions)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(ANY_TEXT)
 def test_tokens_of_normalized_text_are_stable(text: str) -> None:
     key = normalize(text)
     assert tokenize(text) == tokenize(key, normalized=True) == tokenize(key)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(ANY_TEXT)
 def test_query_words_never_raise_and_match_document_terms(text: str) -> None:
     words, phrases = query_words(text)

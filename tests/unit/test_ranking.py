@@ -52,6 +52,7 @@ def test_reference_parameters() -> None:
     assert (ranking.K1, ranking.B, ranking.RELATIVE_FLOOR) == (1.2, 0.75, 0.15)
 
 
+@settings(deadline=None)
 @given(st.integers(0, 10**9), st.data())
 def test_lucene_idf_is_never_negative(n: int, data: st.DataObject) -> None:
     df = data.draw(st.integers(0, n))
@@ -110,7 +111,7 @@ def test_match_weights_order() -> None:
     assert EXACT > STEM > FUZZY_1 > PREFIX > FUZZY_2 > 0
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(
     n=st.integers(2, 10**6),
     tf=st.integers(1, 50),
@@ -226,7 +227,7 @@ HITS = st.lists(
 ).map(lambda rows: [hit(s, seq, score, minutes) for s, seq, score, minutes in rows])
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(HITS, st.integers(1, 7), st.booleans())
 def test_paging_never_repeats_or_skips(hits: list[Ranked], limit: int, per_session: bool) -> None:
     ranked = rank(hits, per_session=per_session)
@@ -243,7 +244,7 @@ def test_paging_never_repeats_or_skips(hits: list[Ranked], limit: int, per_sessi
     assert ids(seen) == ids(ranked)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(HITS, HITS, st.integers(1, 7))
 def test_a_hit_arriving_between_pages_never_repeats_a_seen_hit(
     hits: list[Ranked], arriving: list[Ranked], limit: int
