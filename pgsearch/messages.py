@@ -274,6 +274,8 @@ def iter_jsonl(
     lines are skipped but still count, so ``seq`` is always the 0-based line number.
     """
     calls = {} if tool_names_by_call is None else tool_names_by_call
+    if first_line == 0 and data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]  # a UTF-8 byte-order mark some editors write
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()

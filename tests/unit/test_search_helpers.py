@@ -57,3 +57,12 @@ def test_cursor_round_trip_and_tamper() -> None:
         CursorCodec(b"x" * 32).decode(token, "fp")
     with pytest.raises(InvalidQuery):
         codec.decode("!!!", "fp")
+
+
+def test_utf8_byte_order_mark_is_skipped() -> None:
+    from pgsearch.messages import iter_jsonl
+
+    entries = list(
+        iter_jsonl(b'\xef\xbb\xbf{"role": "user", "content": "hi"}\n', path="x", session_id="s")
+    )
+    assert [(e.seq, e.content) for e in entries] == [(0, "hi")]
