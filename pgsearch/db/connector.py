@@ -81,6 +81,8 @@ def wrap_errors(context: str = "") -> Iterator[None]:
         raise SchemaOutOfDate(
             f"{prefix}the database has no pgsearch schema; {MIGRATE_HINT}"
         ) from exc
+    except pg_errors.TransactionRollback as exc:  # a deadlock or serialization failure
+        raise StoreError(f"{prefix}{_first_line(exc)}") from exc
     except (pg_errors.DataException, pg_errors.ProgramLimitExceeded) as exc:
         raise InvalidQuery(f"{prefix}{exc.diag.message_primary or exc}") from exc
     except psycopg.OperationalError as exc:

@@ -12,6 +12,13 @@ from typing import Any, LiteralString
 
 # --- ingest -------------------------------------------------------------------------
 
+# Writers of one file take turns. A file not recorded yet has no row to lock, and two
+# transactions reading it at once would both append an agent log's entries (their
+# seqs come from the session, not the line).
+LOCK_FILE_KEY = """
+SELECT pg_advisory_xact_lock(hashtextextended(%(ws)s || chr(31) || %(path)s, 7263641122))
+"""
+
 LOCK_FILE = """
 SELECT size, lines, digest FROM ingested_files
 WHERE workspace_id = %(ws)s AND path = %(path)s FOR UPDATE
@@ -86,6 +93,7 @@ RETURNING session_id, seq
 """
 
 # Terms are sorted so that concurrent writers lock vocabulary rows in one order.
+# Deltas are signed: removals (forgotten or rewritten sessions) go in the same pass.
 UPSERT_VOCABULARY = """
 INSERT INTO vocabulary AS v (workspace_id, term, stem, df, sf)
 SELECT %(ws)s, u.term, u.stem, u.df, u.sf
@@ -94,18 +102,6 @@ FROM unnest(%(terms)s::text[], %(stems)s::text[], %(df)s::int[], %(sf)s::int[])
 ORDER BY u.term COLLATE "C"
 ON CONFLICT (workspace_id, term) DO UPDATE
 SET df = v.df + EXCLUDED.df, sf = v.sf + EXCLUDED.sf
-"""
-
-LOCK_VOCABULARY = """
-SELECT term FROM vocabulary
-WHERE workspace_id = %(ws)s AND term = ANY(%(terms)s::text[])
-ORDER BY term FOR UPDATE
-"""
-
-DECREMENT_VOCABULARY = """
-UPDATE vocabulary AS v SET df = v.df - u.df, sf = v.sf - u.sf
-FROM unnest(%(terms)s::text[], %(df)s::int[], %(sf)s::int[]) AS u(term, df, sf)
-WHERE v.workspace_id = %(ws)s AND v.term = u.term
 """
 
 PRUNE_VOCABULARY = """

@@ -129,6 +129,8 @@ class Store:
     # --- ingest -------------------------------------------------------------------
 
     def lock_file(self, cur: Cursor, ws: str, path: str) -> FileRecord | None:
+        """The file's record, read once no other transaction is writing that file."""
+        cur.execute(q.LOCK_FILE_KEY, {"ws": ws, "path": path})
         cur.execute(q.LOCK_FILE, {"ws": ws, "path": path})
         row = cur.fetchone()
         return None if row is None else FileRecord(path, row[0], row[1], row[2])
@@ -260,33 +262,27 @@ class Store:
         )
 
     def apply_deltas(self, cur: Cursor, ws: str, deltas: Deltas) -> None:
-        """Fold accumulated deltas into vocabulary and statistics (sorted, batched)."""
-        terms = sorted(set(deltas.df) | set(deltas.sf))
-        grow = [t for t in terms if deltas.df[t] > 0 or deltas.sf[t] > 0]
-        shrink = [t for t in terms if deltas.df[t] < 0 or deltas.sf[t] < 0]
-        if grow:
+        """Fold accumulated deltas into vocabulary and statistics (sorted, batched).
+
+        Additions and removals go in one statement that locks every changed term in
+        sorted order: a writer taking them in two passes could hold a removed term
+        that another writer needs while waiting for an added one that writer holds.
+        """
+        terms = sorted(t for t in set(deltas.df) | set(deltas.sf) if deltas.df[t] or deltas.sf[t])
+        if terms:
             cur.execute(
                 q.UPSERT_VOCABULARY,
                 {
                     "ws": ws,
-                    "terms": grow,
-                    "stems": [stem(t) for t in grow],
-                    "df": [max(deltas.df[t], 0) for t in grow],
-                    "sf": [max(deltas.sf[t], 0) for t in grow],
+                    "terms": terms,
+                    "stems": [stem(t) for t in terms],
+                    "df": [deltas.df[t] for t in terms],
+                    "sf": [deltas.sf[t] for t in terms],
                 },
             )
-        if shrink:
-            cur.execute(q.LOCK_VOCABULARY, {"ws": ws, "terms": shrink})
-            cur.execute(
-                q.DECREMENT_VOCABULARY,
-                {
-                    "ws": ws,
-                    "terms": shrink,
-                    "df": [max(-deltas.df[t], 0) for t in shrink],
-                    "sf": [max(-deltas.sf[t], 0) for t in shrink],
-                },
-            )
-            cur.execute(q.PRUNE_VOCABULARY, {"ws": ws, "terms": shrink})
+            shrink = [t for t in terms if deltas.df[t] < 0 or deltas.sf[t] < 0]
+            if shrink:
+                cur.execute(q.PRUNE_VOCABULARY, {"ws": ws, "terms": shrink})
         kinds = sorted(set(deltas.n) | set(deltas.indexed) | set(deltas.length))
         if kinds:
             cur.execute(
