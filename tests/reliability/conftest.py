@@ -34,8 +34,12 @@ def snapshot(dsn: str) -> dict[str, list[tuple[object, ...]]]:
     with psycopg.connect(dsn) as conn, conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         for table, keys in TABLE_KEYS.items():
-            query = sql.SQL("SELECT t::text FROM {} t ORDER BY {}").format(
-                sql.Identifier(table), sql.SQL(keys)
+            # When a file was last read is not part of what it stored.
+            row = "(t.workspace_id, t.path, t.size, t.lines, t.digest)::text"
+            query = sql.SQL("SELECT {} FROM {} t ORDER BY {}").format(
+                sql.SQL(row if table == "ingested_files" else "t::text"),
+                sql.Identifier(table),
+                sql.SQL(keys),
             )
             out[table] = [tuple(r) for r in conn.execute(query).fetchall()]
     return out
@@ -63,23 +67,27 @@ def messages_seq_scans(dsn: str) -> int:
     return int(row[0]) if row else 0
 
 
-def wait_for_other_backends(dsn: str, timeout: float = 30.0) -> None:
+def wait_for_other_backends(dsn: str, timeout: float = 30.0) -> int:
     """Wait until no other session is connected to the database of `dsn`.
 
     After a client is killed its server process lingers until it notices; checks of
     committed state must not race a transaction that is still being rolled back.
+    Returns how many of those sessions were inside a transaction when first seen.
     """
     name = conninfo_to_dict(dsn).get("dbname")
     deadline = time.monotonic() + timeout
+    first: int | None = None
     with psycopg.connect(dsn, autocommit=True) as conn:
         while True:
             row = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                "SELECT count(*), count(*) FILTER (WHERE xact_start IS NOT NULL) "
+                "FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
                 (name,),
             ).fetchone()
-            if row == (0,):
-                return
+            assert row is not None
+            first = int(row[1]) if first is None else first
+            if row[0] == 0:
+                return first
             if time.monotonic() > deadline:
                 raise AssertionError(f"other sessions still connected to {name} after {timeout}s")
             time.sleep(0.05)
