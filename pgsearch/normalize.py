@@ -207,6 +207,8 @@ class QueryWord:
     #: Words typed as one chunk (``resolve_dirs(config)``, ``東京タワー``, quoted text)
     #: share a unit: the candidate top-up treats a unit as all-or-nothing.
     unit: int = 0
+    #: True for words inside double quotes.
+    quoted: bool = False
 
 
 _QUOTED_RE = re.compile(r'"([^"]*)"')
@@ -222,6 +224,7 @@ def query_words(query: str) -> tuple[list[QueryWord], list[list[str]]]:
     words: list[QueryWord] = []
     phrases: list[list[str]] = []
     chunks = [m.group(1) for m in _QUOTED_RE.finditer(query)]
+    quoted = len(chunks)
     chunks.extend(_QUOTED_RE.sub(" ", query).split())
     for unit, chunk in enumerate(chunks):
         terms: list[tuple[str, bool]] = []
@@ -238,5 +241,5 @@ def query_words(query: str) -> tuple[list[QueryWord], list[list[str]]]:
         if len(terms) > 1:
             phrases.append([t for t, _ in terms])
             phrase = len(phrases) - 1
-        words.extend(QueryWord(t, cjk, phrase, unit) for t, cjk in terms)
+        words.extend(QueryWord(t, cjk, phrase, unit, unit < quoted) for t, cjk in terms)
     return words, phrases

@@ -36,6 +36,9 @@ TITLE_BOOST = 2.0
 SUMMARY_BOOST = 3.0
 #: A message containing a quoted phrase (or a CJK run) in order is boosted.
 PHRASE_BOOST = 1.5
+#: BM25 is multiplied by the IDF-weighted share of the query a document covers, to
+#: this power (Lucene's classic coordination factor is the plain share, power 1).
+COVERAGE_EXPONENT = 1.0
 #: Hits scoring below this share of the top score are dropped.
 RELATIVE_FLOOR = 0.15
 
@@ -82,11 +85,20 @@ def score_document(
     corpus: Corpus,
     *,
     use_sf: bool = False,
+    coverage_exponent: float = COVERAGE_EXPONENT,
 ) -> tuple[float, set[str]]:
-    """BM25 of one document: per group, the best expansion present; and the terms hit."""
+    """BM25 of one document (per group, the best expansion present) times its query
+    coverage; and the terms hit.
+
+    Coverage is the share of the query's groups the document holds, each weighted by
+    its IDF (and its chunk share): holding the two rare words of a question beats
+    holding one of them many times.
+    """
     total = 0.0
     matched: set[str] = set()
     n = max(corpus.n, 1)
+    importance = 0.0
+    covered = 0.0
     for group in groups:
         best = 0.0
         best_term = None
@@ -101,9 +113,14 @@ def score_document(
             score = exp.weight * term_score(tf, max(df, 1), n, length, corpus.avg_length)
             if score > best:
                 best, best_term = score, exp.term
+        weight = idf(n, max(df, 1)) * max((exp.weight for exp in group), default=0.0)
+        importance += weight
         if best_term is not None:
             total += best
+            covered += weight
             matched.add(best_term)
+    if coverage_exponent and importance > 0:
+        total *= (covered / importance) ** coverage_exponent
     return total, matched
 
 

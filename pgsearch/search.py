@@ -26,7 +26,7 @@ import hmac
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -109,6 +109,26 @@ def _quote(term: str) -> str:
 
 def tsquery_and(groups: Sequence[Sequence[ranking.Expansion]]) -> str:
     return " & ".join("(" + " | ".join(_quote(e.term) for e in g) + ")" for g in groups)
+
+
+def _share_chunks(
+    words: list[QueryWord], expanded: dict[str, list[ranking.Expansion]]
+) -> dict[str, list[ranking.Expansion]]:
+    """Words typed as one unquoted chunk (`resolve_dirs(config)`, `7.9.5`, a CJK run)
+    name one thing: they share one word's weight instead of adding up."""
+    size: dict[int, set[str]] = {}
+    for w in words:
+        if not w.quoted:
+            size.setdefault(w.unit, set()).add(w.text)
+    share: dict[str, float] = {}
+    for w in words:
+        n = len(size.get(w.unit, ()))
+        if n > 1:
+            share.setdefault(w.text, 1.0 / n)
+    return {
+        text: [replace(e, weight=e.weight * share[text]) for e in group] if text in share else group
+        for text, group in expanded.items()
+    }
 
 
 def _units(
@@ -450,7 +470,7 @@ class SearchEngine:
         )
         n_indexed, total_len, kind_total, n_fields, fields_len = (int(v) for v in stats[0])
         searched = kind_total if f.only_kinds else self._searched(cur, f, plans)
-        expanded = self._expand(cur, f.workspace, words, plans)
+        expanded = _share_chunks(words, self._expand(cur, f.workspace, words, plans))
         groups = list(expanded.values())
         if not groups:
             return SessionQueryResult(matches=(), searched=searched)
@@ -466,9 +486,19 @@ class SearchEngine:
         candidates: dict[tuple[str, int], _Candidate] = {}
         capped = False
 
-        def fetch(tsq: str, newest_first: bool, room: int) -> None:
+        def fetch(
+            tsq: str,
+            newest_first: bool,
+            room: int,
+            unit_queries: list[str] | None = None,
+            unit_weights: list[float] | None = None,
+        ) -> None:
             nonlocal capped
-            sql, params = q.candidates_sql(f, newest_first=newest_first)
+            if unit_queries is None:
+                sql, params = q.candidates_sql(f, newest_first=newest_first)
+            else:
+                sql, params = q.candidates_by_coverage_sql(f)
+                params.update({"unit_q": unit_queries, "unit_w": unit_weights})
             params.update({"terms": terms, "phrase": phrase_q, "tsq": tsq, "cap": room})
             rows = self.store.run(cur, sql, params, explain=plans)
             if len(rows) >= room:
@@ -482,25 +512,36 @@ class SearchEngine:
                     sid, seq, kind, role, created, length, counts, bool(phrase_hit)
                 )
 
-        fetch(tsquery_and(groups), min(map(group_df, groups)) > cap, cap)
         units = _units(words, expanded)
-        if len(units) > 1 and len(candidates) < cap:
-            # Top up with documents matching any of the rarest units (a word, or the
-            # words of one chunk such as `resolve_dirs(config)`): as many units, rarest
-            # first, as fit the cap together; stop-like ones only when nothing rarer is
-            # there. Common words then only count through the AND above.
-            def unit_df(unit: list[list[ranking.Expansion]]) -> int:
-                return min(map(group_df, unit))
-
-            by_rarity = sorted(units, key=unit_df)
-            chosen = [by_rarity[0]]
-            total = unit_df(by_rarity[0])
-            for unit in by_rarity[1:]:
-                if total + unit_df(unit) > cap or unit_df(unit) >= stop_df:
+        unit_dfs = [min(map(group_df, u)) for u in units]
+        selective = sorted(
+            (i for i, d in enumerate(unit_dfs) if d < stop_df), key=lambda i: unit_dfs[i]
+        )
+        if len(units) < 2 or not selective:
+            # One unit, or only stop-like ones: documents holding every word; the
+            # newest first when more than the cap may match.
+            fetch(tsquery_and(groups), min(map(group_df, groups)) > cap, cap)
+        else:
+            # Documents holding any of the selective units (rarest first, as many as
+            # keep the scan bounded). When more than the cap may match, the cap keeps
+            # those covering the most of the query, each unit weighted by its IDF:
+            # documents with every word come first, common words only break ties.
+            drivers = [selective[0]]
+            total = unit_dfs[selective[0]]
+            for i in selective[1:]:
+                if total + unit_dfs[i] > self.settings.candidate_scan_limit:
                     break
-                chosen.append(unit)
-                total += unit_df(unit)
-            fetch(" | ".join(f"({tsquery_and(u)})" for u in chosen), total > cap, cap)
+                drivers.append(i)
+                total += unit_dfs[i]
+            tsq = " | ".join(f"({tsquery_and(units[i])})" for i in drivers)
+            if total <= cap:
+                fetch(tsq, False, cap)
+            else:
+                n = max(n_indexed, 1)
+                weights = [
+                    sum(ranking.idf(n, max(e.df for e in g)) for g in unit) for unit in units
+                ]
+                fetch(tsq, False, cap, [tsquery_and(u) for u in units], weights)
 
         field_hits = self._session_fields(
             cur, f, groups, ranking.Corpus(n_fields, fields_len), corpus, plans

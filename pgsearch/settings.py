@@ -56,6 +56,9 @@ class Settings:
     #: Re-ranking costs about 10-15 microseconds per candidate; 1,000 keeps the worst
     #: case near 15 ms while recall on typo and accent queries stays above 0.9.
     candidate_cap: int = 1000
+    #: Most documents (by the words' document frequencies) one search may scan to pick
+    #: its candidates; the rarest words are scanned first.
+    candidate_scan_limit: int = 20_000
     #: A vocabulary term whose document frequency reaches this share of the workspace
     #: is "stop-like": it never drives an OR top-up on its own.
     stop_df_ratio: float = 0.05

@@ -384,6 +384,19 @@ def candidates_sql(filters: Filters, *, newest_first: bool) -> tuple[LiteralStri
     return sql, params
 
 
+def candidates_by_coverage_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
+    """`candidates_sql`, keeping the documents that cover the most IDF-weighted query
+    units (``unit_q``/``unit_w``) when more than the cap match, newest first on ties."""
+    sql, params = candidates_sql(filters, newest_first=False)
+    head, _, _ = sql.rpartition(" LIMIT ")
+    return (
+        head + " ORDER BY (SELECT coalesce(sum(u.w), 0) "
+        "FROM unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w) "
+        "WHERE m.tsv @@ u.q) DESC, m.created_at DESC, m.session_id, m.seq LIMIT %(cap)s",
+        params,
+    )
+
+
 def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     """How many entries the filters cover (when per-kind statistics cannot tell)."""
     where, params = filters.clauses()

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from pgsearch import PgSearch, SessionQueryRequest
+from pgsearch import PgSearch, SessionQueryRequest, Settings
 from pgsearch.db.connector import migrate
 from pgsearch.db.store import Store
 from tests.conftest import Databases
@@ -124,6 +124,7 @@ def _queries() -> list[str]:
         '"the error"',  # quoted phrase
         "resolve_dirs(config)",
         "zzzzzzzzzz",  # nothing
+        "error file test naive cafe resume",  # many words: coverage-ordered candidates
     ]
 
 
@@ -184,33 +185,40 @@ def test_every_statement_shape_uses_an_index(big_dsn: str, monkeypatch: pytest.M
 
     monkeypatch.setattr(Store, "run", recording_run)
     before = _messages_seq_scans(big_dsn)
-    with PgSearch.connect(big_dsn) as pg:
-        provider = pg.provider(workspace="ws-a")
-        runs = 0
-        for query in _queries():
-            for filters in _filters():
-                for per_session in (True, False):
-                    result = provider.search(
-                        SessionQueryRequest(
-                            query=query, per_session=per_session, limit=5, **filters
-                        )
-                    )
-                    runs += 1
-                    if result.next_cursor:
-                        provider.search(
+    runs = 0
+    # The default cap, and a tiny one so that every candidate strategy (all words,
+    # rarest words, coverage-ordered) runs on this corpus.
+    for settings in (Settings.from_env(), Settings.from_env().with_(candidate_cap=10)):
+        with PgSearch.connect(big_dsn, settings=settings) as pg:
+            provider = pg.provider(workspace="ws-a")
+            for query in _queries():
+                for filters in _filters():
+                    for per_session in (True, False):
+                        result = provider.search(
                             SessionQueryRequest(
-                                query=query,
-                                per_session=per_session,
-                                limit=5,
-                                cursor=result.next_cursor,
-                                **filters,
+                                query=query, per_session=per_session, limit=5, **filters
                             )
                         )
+                        runs += 1
+                        if result.next_cursor:
+                            provider.search(
+                                SessionQueryRequest(
+                                    query=query,
+                                    per_session=per_session,
+                                    limit=5,
+                                    cursor=result.next_cursor,
+                                    **filters,
+                                )
+                            )
+    with PgSearch.connect(big_dsn) as pg:
+        provider = pg.provider(workspace="ws-a")
         provider.around("ws-a-s3", 10, before=3, after=3)
         provider.session_messages("ws-a-s3", start_seq=5, limit=10)
     assert runs > 500
     assert _messages_seq_scans(big_dsn) == before, "a search ran a sequential scan of messages"
     assert len(captured) >= 20
+    assert any("%(unit_q)s" in text for text in captured), "coverage-ordered path not run"
+    assert any("ORDER BY m.created_at DESC" in text for text in captured)
     bad: list[str] = []
     with psycopg.connect(big_dsn) as conn, conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")

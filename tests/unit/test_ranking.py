@@ -83,12 +83,27 @@ def test_score_document_by_hand() -> None:
         [Expansion(1, "lock", EXACT, df=5), Expansion(1, "locks", STEM, df=5)],
         [Expansion(2, "absent", EXACT, df=1)],
     ]
-    score, matched = score_document({"cron": 2, "locks": 1, "other": 3}, 5, groups, corpus)
+    tfs = {"cron": 2, "locks": 1, "other": 3}
+    score, matched = score_document(tfs, 5, groups, corpus, coverage_exponent=0)
     cron = 1.6 * math.log(4.4)
     # tf = 1: 2.2 / (1 + 0.75); idf = ln(1 + 5.5 / 5.5)
     locks = STEM * (2.2 / 1.75) * math.log(2.0)
     assert score == pytest.approx(cron + locks)
     assert matched == {"cron", "locks"}
+    # Coverage: the share of the query's IDF weight the document holds ("absent" is
+    # missing; the lock group counts with its best weight, the exact one).
+    weights = [math.log(4.4), math.log(2.0), math.log(1 + 9.5 / 1.5)]
+    covered = (weights[0] + weights[1]) / sum(weights)
+    with_coverage, _ = score_document(tfs, 5, groups, corpus)
+    assert with_coverage == pytest.approx((cron + locks) * covered)
+
+
+def test_covering_more_of_the_query_beats_repeating_one_word() -> None:
+    corpus = Corpus(n=1000, total_length=10_000)
+    groups = [[Expansion(0, "pebble", EXACT, df=20)], [Expansion(1, "limiter", EXACT, df=20)]]
+    both, _ = score_document({"pebble": 1, "limiter": 1}, 10, groups, corpus)
+    one, _ = score_document({"pebble": 6}, 10, groups, corpus)
+    assert both > one
 
 
 def test_longer_documents_score_lower_for_the_same_tf() -> None:
