@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from bench import alternatives as alt
 from bench.devset import generate_devset
 from bench.generate import add_accents
@@ -197,6 +199,9 @@ def run(
                 report = pg.ingest_paths(files, workspace=ws)
                 if report.errors:
                     raise SystemExit(f"ingest errors in {path}: {report.errors[:3]}")
+            # As after any bulk load (and as bench.speed does): fresh planner statistics.
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("VACUUM ANALYZE")
             results: dict[str, Any] = {
                 "name": name,
                 "corpus": str(corpus),

@@ -499,7 +499,6 @@ def _measure(
     say(opts, f"  bulk: {ingest['bulk']}")
     ingest["tail"] = ingest_phase(dsn, tail, opts.jobs)
     say(opts, f"  tail into the indexed database: {ingest['tail']}")
-    ingest["tail_single_writer_note"] = "tail = last ~5% of each workspace's sessions"
     out["ingest"] = ingest
     with psycopg.connect(dsn, autocommit=True) as conn:
         t0 = time.perf_counter()
