@@ -188,7 +188,10 @@ def test_every_statement_shape_uses_an_index(big_dsn: str, monkeypatch: pytest.M
     runs = 0
     # The default cap, and a tiny one so that every candidate strategy (all words,
     # rarest words, coverage-ordered) runs on this corpus.
-    for settings in (Settings.from_env(), Settings.from_env().with_(candidate_cap=10)):
+    for settings in (
+        Settings.from_env(),
+        Settings.from_env().with_(candidate_cap=10, stop_df_ratio=0.2),
+    ):
         with PgSearch.connect(big_dsn, settings=settings) as pg:
             provider = pg.provider(workspace="ws-a")
             for query in _queries():
