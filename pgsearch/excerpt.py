@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Iterable
 from functools import cache
 
-from pgsearch.normalize import is_cjk, normalize, tokenize
+from pgsearch.normalize import MAX_TERM_CHARS, is_cjk, normalize, tokenize
 
 MARK_OPEN = "**"
 MARK_CLOSE = "**"
@@ -58,6 +58,10 @@ def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     for m in _word_re().finditer(text):
         word = m.group()
+        if word.isascii():  # the common case: one token, the word lower-cased
+            if word.lower()[:MAX_TERM_CHARS] in wanted:
+                spans.append((m.start(), m.end()))
+            continue
         if is_cjk(word):
             for i in range(len(word)):
                 for width in (2, 1):

@@ -78,6 +78,67 @@ class Corpus:
         return self.total_length / self.n if self.n else 0.0
 
 
+class Scorer:
+    """BM25 of documents for one query: per group, the best expansion present, times
+    the document's query coverage.
+
+    Each group uses one document frequency, its largest (as Lucene's blended fuzzy
+    rewrite does): a rare typo or word form must not outscore the word itself through
+    a higher IDF. Coverage is the share of the query's groups a document holds, each
+    weighted by its IDF (and its chunk share): holding the two rare words of a
+    question beats holding one of them many times. Per-group constants are computed
+    once here, so scoring a candidate is a few dictionary lookups per query word.
+    """
+
+    def __init__(
+        self,
+        groups: Sequence[Sequence[Expansion]],
+        corpus: Corpus,
+        *,
+        use_sf: bool = False,
+        coverage_exponent: float = COVERAGE_EXPONENT,
+    ) -> None:
+        n = max(corpus.n, 1)
+        self.avg_length = corpus.avg_length
+        self.coverage_exponent = coverage_exponent
+        # Per group: its IDF, its importance for coverage, and (term, weight) pairs.
+        self.groups: list[tuple[float, float, list[tuple[str, float]]]] = []
+        self.importance = 0.0
+        for group in groups:
+            if not group:
+                continue
+            df = max(max(exp.sf if use_sf else exp.df for exp in group), 1)
+            group_idf = idf(n, df)
+            importance = group_idf * max(exp.weight for exp in group)
+            self.importance += importance
+            self.groups.append((group_idf, importance, [(e.term, e.weight) for e in group]))
+
+    def score(self, tfs: dict[str, int], length: int) -> tuple[float, set[str]]:
+        """The score of a document with term frequencies `tfs`, and the terms hit."""
+        total = 0.0
+        covered = 0.0
+        matched: set[str] = set()
+        ratio = length / self.avg_length if self.avg_length > 0 else 1.0
+        norm = K1 * (1.0 - B + B * ratio)
+        for group_idf, importance, expansions in self.groups:
+            best = 0.0
+            best_term = None
+            for term, weight in expansions:
+                tf = tfs.get(term)
+                if not tf:
+                    continue
+                value = weight * group_idf * (tf * (K1 + 1.0)) / (tf + norm)
+                if value > best:
+                    best, best_term = value, term
+            if best_term is not None:
+                total += best
+                covered += importance
+                matched.add(best_term)
+        if self.coverage_exponent and self.importance > 0:
+            total *= (covered / self.importance) ** self.coverage_exponent
+        return total, matched
+
+
 def score_document(
     tfs: dict[str, int],
     length: int,
@@ -87,41 +148,9 @@ def score_document(
     use_sf: bool = False,
     coverage_exponent: float = COVERAGE_EXPONENT,
 ) -> tuple[float, set[str]]:
-    """BM25 of one document (per group, the best expansion present) times its query
-    coverage; and the terms hit.
-
-    Coverage is the share of the query's groups the document holds, each weighted by
-    its IDF (and its chunk share): holding the two rare words of a question beats
-    holding one of them many times.
-    """
-    total = 0.0
-    matched: set[str] = set()
-    n = max(corpus.n, 1)
-    importance = 0.0
-    covered = 0.0
-    for group in groups:
-        best = 0.0
-        best_term = None
-        # One frequency for the whole group, the largest (as Lucene's blended fuzzy
-        # rewrite does): a rare typo or word form must not outscore the word itself
-        # through a higher IDF.
-        df = max((exp.sf if use_sf else exp.df for exp in group), default=1)
-        for exp in group:
-            tf = tfs.get(exp.term, 0)
-            if not tf:
-                continue
-            score = exp.weight * term_score(tf, max(df, 1), n, length, corpus.avg_length)
-            if score > best:
-                best, best_term = score, exp.term
-        weight = idf(n, max(df, 1)) * max((exp.weight for exp in group), default=0.0)
-        importance += weight
-        if best_term is not None:
-            total += best
-            covered += weight
-            matched.add(best_term)
-    if coverage_exponent and importance > 0:
-        total *= (covered / importance) ** coverage_exponent
-    return total, matched
+    """The `Scorer` score of one document (see there)."""
+    scorer = Scorer(groups, corpus, use_sf=use_sf, coverage_exponent=coverage_exponent)
+    return scorer.score(tfs, length)
 
 
 @dataclass(frozen=True, slots=True)

@@ -548,8 +548,9 @@ class SearchEngine:
         )
 
         scored: list[ranking.Ranked] = []
+        scorer = ranking.Scorer(groups, corpus)
         for c in candidates.values():
-            base, matched = ranking.score_document(c.tfs, c.length, groups, corpus)
+            base, matched = scorer.score(c.tfs, c.length)
             if base <= 0:
                 continue
             score = base * policy.role_weight(c.kind, c.role)
