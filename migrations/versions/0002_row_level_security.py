@@ -33,12 +33,22 @@ BOUND = "workspace_id = current_setting('pgsearch.workspace_id', true)"
 
 
 def upgrade() -> None:
-    for table in TENANT_TABLES:
-        op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-        op.execute(f"CREATE POLICY {POLICY} ON {table} USING ({BOUND}) WITH CHECK ({BOUND})")
+    # One statement per transaction: enabling RLS needs an exclusive lock on the
+    # table, and a migration holding one table while waiting for the next would
+    # deadlock with running searches and writes, which take tables in different
+    # orders. Holding one lock at a time, it only ever waits for a table to drain.
+    # Each step can be repeated, so a run cut short is simply run again.
+    with op.get_context().autocommit_block():
+        for table in TENANT_TABLES:
+            # The policy first: it does nothing until RLS is on, and RLS without a
+            # policy would hide every row from the application role.
+            op.execute(f"DROP POLICY IF EXISTS {POLICY} ON {table}")
+            op.execute(f"CREATE POLICY {POLICY} ON {table} USING ({BOUND}) WITH CHECK ({BOUND})")
+            op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
 
 
 def downgrade() -> None:
-    for table in reversed(TENANT_TABLES):
-        op.execute(f"DROP POLICY IF EXISTS {POLICY} ON {table}")
-        op.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
+    with op.get_context().autocommit_block():
+        for table in reversed(TENANT_TABLES):
+            op.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
+            op.execute(f"DROP POLICY IF EXISTS {POLICY} ON {table}")

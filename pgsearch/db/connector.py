@@ -270,6 +270,13 @@ def _alembic_config(connection: Any) -> Any:
 
 #: Serialises concurrent `pgsearch migrate` runs against one database.
 _MIGRATE_LOCK = 7_263_641_122
+#: How long a migration waits for a table lock before its revision starts over.
+#: Shorter than the server's deadlock_timeout (1 s by default): a migration whose
+#: lock request would close a cycle with running transactions steps back before the
+#: server has to abort one of them, so a deploy never fails a search or a write.
+MIGRATE_LOCK_TIMEOUT_MS = 500
+#: How long `migrate` keeps starting a revision over before it gives up.
+MIGRATE_PATIENCE_S = 120.0
 
 
 def migrate(dsn: str, revision: str = "head", *, downgrade: bool = False) -> str | None:
@@ -284,12 +291,28 @@ def migrate(dsn: str, revision: str = "head", *, downgrade: bool = False) -> str
             conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATE_LOCK})
             conn.commit()
             try:
-                cfg = _alembic_config(conn)
-                if downgrade:
-                    command.downgrade(cfg, revision)
-                else:
-                    command.upgrade(cfg, revision)
+                conn.execute(text(f"SET lock_timeout = {MIGRATE_LOCK_TIMEOUT_MS}"))
                 conn.commit()
+                deadline = time.monotonic() + MIGRATE_PATIENCE_S
+                while True:
+                    try:
+                        cfg = _alembic_config(conn)
+                        if downgrade:
+                            command.downgrade(cfg, revision)
+                        else:
+                            command.upgrade(cfg, revision)
+                        conn.commit()
+                        break
+                    except Exception as exc:
+                        # Each revision is one transaction: the one that could not get
+                        # its locks was rolled back whole, and the next run resumes at it.
+                        cause = getattr(exc, "orig", None)
+                        busy = isinstance(cause, (pg_errors.LockNotAvailable, *_TRANSIENT))
+                        if not busy or time.monotonic() > deadline:
+                            raise
+                        conn.rollback()
+                        log.info("migration waiting for busy tables: %s", _first_line(exc))
+                        time.sleep(random.uniform(0.05, 0.5))
                 current: str | None = MigrationContext.configure(conn).get_current_revision()
             finally:
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATE_LOCK})
