@@ -361,6 +361,10 @@ def test_a_restricted_role_without_rls_binding_is_refused(tenants: Tenants) -> N
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["matches"] == []
+    result = cli("stats", "-w", A, "--json", dsn=tenants.app_dsn, env={"PGSEARCH_RLS": "on"})
+    assert result.returncode == 0, result.stderr
+    [stats] = json.loads(result.stdout)["workspaces"]
+    assert stats["workspace_id"] == A and stats["messages"] == PER_WORKSPACE
 
 
 @pytest.mark.parametrize("ws", [A, B])
