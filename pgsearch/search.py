@@ -519,8 +519,10 @@ class SearchEngine:
         )
         if len(units) < 2 or not selective:
             # One unit, or only stop-like ones: documents holding every word; the
-            # newest first when more than the cap may match.
-            fetch(tsquery_and(groups), min(map(group_df, groups)) > cap, cap)
+            # newest first when more than the cap may match. Words this common say
+            # little about which of their documents is meant, so fewer are re-ranked.
+            room = cap if selective else min(cap, self.settings.stop_candidate_cap)
+            fetch(tsquery_and(groups), min(map(group_df, groups)) > room, room)
         else:
             # Documents holding any of the selective units (rarest first, as many as
             # keep the scan bounded). When more than the cap may match, the cap keeps

@@ -59,6 +59,8 @@ class Settings:
     #: Most documents (by the words' document frequencies) one search may scan to pick
     #: its candidates; the rarest words are scanned first.
     candidate_scan_limit: int = 20_000
+    #: The cap when every query word is stop-like (the newest matches are taken).
+    stop_candidate_cap: int = 250
     #: A vocabulary term whose document frequency reaches this share of the workspace
     #: is "stop-like": it never drives an OR top-up on its own.
     stop_df_ratio: float = 0.05
