@@ -81,7 +81,9 @@ class Settings:
     #: Indexed text per message is capped; the full content is always stored.
     max_indexed_chars: int = 200_000
     index_policy: IndexPolicy = field(default_factory=IndexPolicy)
-    #: Turn on Row Level Security binding (`app.workspace_id`) for every transaction.
+    #: Bind every transaction to its workspace (``SET LOCAL pgsearch.workspace_id``)
+    #: for the Row Level Security policies of migration 0002. Needed, and then
+    #: enforced by the server, when the role connecting owns none of the tables.
     row_level_security: bool = False
 
     @classmethod

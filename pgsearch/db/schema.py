@@ -14,6 +14,10 @@ distributed by workspace later without a rewrite.
 - ``sessions.tsv`` holds title terms (weight A) and summary terms (weight B).
 - ``workspace_stats`` keeps exact per-kind counts: BM25's N and total length, and
   the size of the scope a search covered.
+
+Row Level Security on the tenant tables (migration 0002) is not part of this
+metadata: its policies show a role that does not own the tables only the rows of
+the workspace its transaction is bound to.
 """
 
 from __future__ import annotations
