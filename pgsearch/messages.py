@@ -307,7 +307,9 @@ def iter_jsonl(
             truncated = offset == len(lines) - 1 and not data.endswith(b"\n")
             reason = "truncated last line" if truncated else "invalid JSON"
             raise IngestError(
-                f"{reason}: {exc.msg} at column {exc.colno}", path=path, line=lineno
+                f"{reason}: {exc.msg.removesuffix(' at')} at column {exc.colno}",
+                path=path,
+                line=lineno,
             ) from None
         try:
             entry = entry_from_object(obj, seq=seq, session_id=session_id, tool_names_by_call=calls)

@@ -60,7 +60,9 @@ def json_lines(
             raise IngestError("JSON nested too deeply", path=path, line=lineno) from None
         except json.JSONDecodeError as exc:
             raise IngestError(
-                f"invalid JSON: {exc.msg} at column {exc.colno}", path=path, line=lineno
+                f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}",
+                path=path,
+                line=lineno,
             ) from None
 
 
