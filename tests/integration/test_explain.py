@@ -238,8 +238,16 @@ def test_every_statement_shape_uses_an_index(big_dsn: str, monkeypatch: pytest.M
 
 
 def test_plans_use_the_gin_indexes(big_dsn: str) -> None:
+    with psycopg.connect(big_dsn) as conn:
+        row = conn.execute(
+            "SELECT term FROM vocabulary WHERE workspace_id = 'ws-a' AND df BETWEEN 5 AND 50 "
+            "AND length(term) BETWEEN 6 AND 8 AND term ~ '^[a-z]+$' ORDER BY term LIMIT 1"
+        ).fetchone()
+    assert row is not None
+    typo = row[0][:2] + row[0][3:]  # one deletion: found only through the trigram index
     with PgSearch.connect(big_dsn) as pg:
-        result = pg.provider(workspace="ws-a").explain(SessionQueryRequest(query="errror file"))
+        result = pg.provider(workspace="ws-a").explain(SessionQueryRequest(query=typo))
+    assert result.matches
     plans = "\n".join(result.explain)
     assert "messages_tsv_idx" in plans
     assert "vocabulary_term_trgm_idx" in plans
