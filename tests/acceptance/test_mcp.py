@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -145,15 +146,39 @@ def raw_tools_list(dsn: str, *extra: str) -> bytes:
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
-    proc = subprocess.run(
+    # Standard input stays open until the answer arrives: a server may stop at end
+    # of input before it has answered requests still in flight.
+    proc = subprocess.Popen(
         [sys.executable, "-m", "pgsearch", "mcp", "--dsn", dsn, *extra],
-        input="".join(json.dumps(r) + "\n" for r in requests).encode(),
-        capture_output=True,
-        timeout=60,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
-    responses = [line for line in proc.stdout.splitlines() if b'"id":2' in line]
-    assert len(responses) == 1, proc.stderr.decode()
-    return responses[0]
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests).encode())
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        answer = b""
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if b'"id":2' in line:
+                answer = line.rstrip(b"\n")
+                break
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+        proc.stdout.close()
+        if proc.stderr:
+            proc.stderr.close()
+    assert answer, stderr
+    return answer
 
 
 def test_tools_list_is_byte_identical_across_runs_and_scopes(loaded: str) -> None:
