@@ -346,7 +346,7 @@ class BM25S:
     name = "bm25s"
 
     def __init__(self, rows: Sequence[Row]) -> None:
-        import bm25s  # optional: the `bench` extra
+        import bm25s  # type: ignore[import-untyped]  # optional: the `bench` extra
 
         self._bm25s = bm25s
         self.indexes: dict[str, tuple[Any, list[Row]]] = {}

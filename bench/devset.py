@@ -177,7 +177,7 @@ def _ascii(text: str) -> str:
 
     decomposed = unicodedata.normalize("NFKD", text)
     out = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return out.translate(str.maketrans({"ø": "o", "Ł": "L", "ł": "l"}))
+    return out.translate(str.maketrans("øŁł", "oLl"))
 
 
 def generate_devset(

@@ -651,8 +651,8 @@ class Generator:
             if len(words) < 4 or len(rare) < 2:
                 continue
             k = min(len(words), rng.randint(4, 6))
-            picked = set(rng.sample(rare, 2)) | set(rng.sample(words, k - 2))
-            add("multi", " ".join(w for w in words if w in picked), src)
+            chosen = set(rng.sample(rare, 2)) | set(rng.sample(words, k - 2))
+            add("multi", " ".join(w for w in words if w in chosen), src)
         workspaces = sorted({s[0] for s in self.sessions})
         for i in range(q):
             add("browse", "", None, workspace=workspaces[i % len(workspaces)])

@@ -442,18 +442,19 @@ def code_version() -> dict[str, Any]:
 
 
 def server_info(dsn: str) -> dict[str, str]:
+    names = (
+        "server_version",
+        "shared_buffers",
+        "work_mem",
+        "maintenance_work_mem",
+        "synchronous_commit",
+        "autovacuum",
+    )
+    out: dict[str, str] = {}
     with psycopg.connect(dsn, autocommit=True) as conn:
-        out = {"version": str(conn.execute("SHOW server_version").fetchone()[0])}  # type: ignore[index]
-        for name in (
-            "shared_buffers",
-            "work_mem",
-            "maintenance_work_mem",
-            "synchronous_commit",
-            "autovacuum",
-        ):
-            out[name] = str(
-                conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]
-            )  # type: ignore[index]
+        for name in names:
+            row = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()
+            out["version" if name == "server_version" else name] = str(row[0]) if row else ""
     return out
 
 
