@@ -534,6 +534,7 @@ def _measure(
         - before.get("messages.seq_scan", 0),
     }
     out["search"] = {c: r.report(recall=c in RECALL_CLASSES) for c, r in default.items()}
+    out["search_overall"] = summary([ms for r in default.values() for ms in r.ms])
     out["search_all_hits"] = {c: r.report(recall=c in RECALL_CLASSES) for c, r in all_hits.items()}
     with PgSearch.connect(dsn) as pg:
         out["candidates"] = count_candidates(pg, queries)
@@ -686,6 +687,13 @@ def render(results: dict[str, Any]) -> str:
             f"| {c} | {_f(r['p50_ms'])} | {_f(r['p95_ms'])} | {_f(r['p99_ms'])} "
             f"| {_f(a.get('recall10_msg'), 2)} | {_f(r.get('recall10_session'), 2)} "
             f"| {_f(cd.get('median'), 0)}/{_f(cd.get('p95'), 0)} | {_f(cd.get('cap_hits'))} |"
+        )
+    overall = results.get("search_overall")
+    if overall:
+        lines.append(
+            f"\nall classes together: p50 {_f(overall['p50_ms'])} ms, "
+            f"p95 {_f(overall['p95_ms'])} ms, p99 {_f(overall['p99_ms'])} ms "
+            f"over {overall['n']} searches"
         )
     alts = results.get("alternatives", {})
     if alts:
