@@ -37,6 +37,9 @@ _BATCH_ROWS = 2000
 #: Files written in one transaction by `Ingestor.ingest_paths` (each in a savepoint).
 GROUP_FILES = 64
 GROUP_ENTRIES = 5000
+#: After a run that added this many messages, statistics are refreshed and the GIN
+#: pending list merged (see `Store.after_bulk_load`).
+MAINTAIN_AFTER = 5000
 #: Files the worker thread reads, parses and indexes ahead of the writer.
 PREPARE_AHEAD = 8
 
@@ -496,6 +499,8 @@ class Ingestor:
                 group_entries += len(prepared.entries)
             if group:
                 report_all(self.store.retrying(partial(commit_group, group_ws, group)))
+        if report.messages >= MAINTAIN_AFTER:
+            self.store.after_bulk_load()
         return report
 
     # --- API appends --------------------------------------------------------------

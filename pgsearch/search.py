@@ -425,7 +425,10 @@ class SearchEngine:
         fuzzy_idx = [
             i
             for i, t in enumerate(texts)
-            if t not in cjk and len(t) >= 5 and not t.isdigit() and exact_df[i] < TRUSTED_DF
+            if t not in cjk
+            and len(t) >= 5
+            and not any(c.isdigit() for c in t)
+            and exact_df[i] < TRUSTED_DF
         ]
         if fuzzy_idx:
             rows = self.store.run(
@@ -697,15 +700,6 @@ class SearchEngine:
             explain=plans,
         )
         by_key = {(r[0], r[1]): r for r in rows}
-        sessions = {
-            r[0]: r
-            for r in self.store.run(
-                cur,
-                q.FETCH_SESSIONS,
-                {"ws": ws, "sids": sorted({h.session_id for h in page})},
-                explain=plans,
-            )
-        }
         # The whole result stays under MAX_RESULT_BYTES whatever the page size asks.
         per_hit = (MAX_RESULT_BYTES - 200 * len(page)) // len(page) - MAX_TITLE_BYTES
         budget = max(min(excerpt_bytes, per_hit), MIN_EXCERPT_BYTES)
@@ -714,11 +708,12 @@ class SearchEngine:
             row = by_key.get((hit.session_id, hit.seq))
             if row is None:
                 continue
-            sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments = row
-            session = sessions.get(sid)
-            title = session[1] if session else None
-            if hit.kind in ("title", "summary") and session is not None:
-                text = (session[2] if hit.kind == "summary" else session[1]) or ""
+            (
+                sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments,
+                title, summary,
+            ) = row  # fmt: skip
+            if hit.kind in ("title", "summary"):
+                text = (summary if hit.kind == "summary" else title) or ""
                 excerpt = make_excerpt(policy.scrub_secrets(text), hit.matched, budget)
                 kind = hit.kind
             else:

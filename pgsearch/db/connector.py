@@ -29,7 +29,7 @@ from pgsearch.errors import ConfigError, InvalidQuery, PgSearchError, SchemaOutO
 log = logging.getLogger(__name__)
 
 #: The Alembic revision this code needs (a test checks it is the migrations' head).
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 MIGRATE_HINT = "run `pgsearch migrate` (or `alembic upgrade head`)"
 _PASSWORD_RE = re.compile(r"(password\s*=\s*)\S+|(://[^:/@\s]+:)[^@\s]+(@)", re.IGNORECASE)
 

@@ -129,6 +129,11 @@ UPDATE sessions SET title = %(title)s, summary = %(summary)s, source = %(source)
 WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
 """
 
+AFTER_BULK_LOAD: tuple[LiteralString, ...] = (
+    "SELECT gin_clean_pending_list(to_regclass('messages_tsv_idx'))",
+    "ANALYZE messages, vocabulary, sessions",
+)
+
 # --- forget -------------------------------------------------------------------------
 
 DELETE_SESSION_MESSAGES = """
@@ -219,6 +224,7 @@ FROM unnest(%(words)s::text[]) WITH ORDINALITY AS q(word, i)
 CROSS JOIN LATERAL (
     SELECT v.term, v.df, v.sf FROM vocabulary v
     WHERE v.workspace_id = %(ws)s AND v.term %% q.word AND v.term <> q.word
+      AND length(v.term) >= 4 AND v.term !~ '[0-9]'  -- the trigram index's predicate
     ORDER BY similarity(v.term, q.word) DESC, v.df DESC
     LIMIT %(fuzzy_limit)s
 ) f
@@ -258,16 +264,13 @@ WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s AND s.tsv @@ %(t
 
 FETCH_MESSAGES = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
-       m.content, m.arguments
+       m.content, m.arguments, s.title, s.summary
 FROM messages m
 JOIN unnest(%(sids)s::text[], %(seqs)s::int[]) AS k(session_id, seq)
   ON m.workspace_id = %(ws)s AND m.session_id = k.session_id AND m.seq = k.seq
+LEFT JOIN sessions s ON s.workspace_id = m.workspace_id AND s.session_id = m.session_id
 """
 
-FETCH_SESSIONS = """
-SELECT session_id, title, summary, created_at, updated_at, message_count
-FROM sessions WHERE workspace_id = %(ws)s AND session_id = ANY(%(sids)s::text[])
-"""
 
 # The entry a title/summary-only hit points at: the session's latest summary entry
 # for a summary match, else its first entry.

@@ -132,6 +132,8 @@ vocabulary = Table(
         "term",
         postgresql_using="gin",
         postgresql_ops={"term": "gin_trgm_ops"},
+        # Only terms typo matching can reach (see migration 0003 and EXPAND_FUZZY).
+        postgresql_where=text("length(term) >= 4 AND term !~ '[0-9]'"),
     ),
     Index("vocabulary_stem_idx", "workspace_id", "stem"),
 )

@@ -10,6 +10,7 @@ concurrent writers cannot deadlock on them.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,7 +21,10 @@ from typing import Any, TypeVar
 from pgsearch.db import queries as q
 from pgsearch.db.connector import Connector, Cursor
 from pgsearch.db.schema import TENANT_TABLES
+from pgsearch.errors import StoreError
 from pgsearch.normalize import stem
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Cursor", "FileRecord", "MessageRow", "SessionState", "Store"]
 
@@ -295,6 +299,21 @@ class Store:
                     "len": [deltas.length[k] for k in kinds],
                 },
             )
+
+    def after_bulk_load(self) -> None:
+        """Merge the message index's pending list and refresh planner statistics.
+
+        After a large load the planner's row estimates are stale until autovacuum
+        catches up; a stale estimate can turn the trigram lookup into a filter over a
+        whole workspace vocabulary. Both steps need table ownership; without it they
+        are skipped (autovacuum does the same work later).
+        """
+        for statement in q.AFTER_BULK_LOAD:
+            try:
+                with self.transaction(None, context="refreshing statistics") as cur:
+                    cur.execute(statement)
+            except StoreError as exc:
+                log.info("skipped after a bulk load: %s", exc)
 
     # --- forget -------------------------------------------------------------------
 
