@@ -30,13 +30,17 @@ def index_text(text: str, *, max_chars: int, weight: str = "") -> IndexedText:
     positions = term_positions(text[:max_chars])
     if not positions:
         return EMPTY
-    size = 0
-    kept: dict[str, list[int]] = {}
-    for term, plist in positions.items():
-        size += len(term.encode("utf-8")) + 2 * len(plist) + 8
-        if size > MAX_TSVECTOR_BYTES:
-            break
-        kept[term] = plist
+    kept = positions
+    # A term is at most 4 bytes a character plus 10 bytes of overhead and positions
+    # per occurrence; only text that could come near the tsvector limit is measured.
+    if len(text) * 14 > MAX_TSVECTOR_BYTES:
+        size = 0
+        kept = {}
+        for term, plist in positions.items():
+            size += len(term.encode("utf-8")) + 2 * len(plist) + 8
+            if size > MAX_TSVECTOR_BYTES:
+                break
+            kept[term] = plist
     length = sum(len(p) for p in kept.values())
     literal = tsvector_literal(kept)
     if weight:

@@ -37,8 +37,9 @@ _BATCH_ROWS = 2000
 #: Files written in one transaction by `Ingestor.ingest_paths` (each in a savepoint).
 GROUP_FILES = 64
 GROUP_ENTRIES = 5000
-#: After a run that added this many messages, statistics are refreshed and the GIN
-#: pending list merged (see `Store.after_bulk_load`).
+#: After a run that added this many messages (and a tenth of the table, as autovacuum
+#: would judge), statistics are refreshed and the GIN pending list merged (see
+#: `Store.after_bulk_load`).
 MAINTAIN_AFTER = 5000
 #: Files the worker thread reads, parses and indexes ahead of the writer.
 PREPARE_AHEAD = 8
@@ -500,7 +501,7 @@ class Ingestor:
             if group:
                 report_all(self.store.retrying(partial(commit_group, group_ws, group)))
         if report.messages >= MAINTAIN_AFTER:
-            self.store.after_bulk_load()
+            self.store.after_bulk_load(report.messages)
         return report
 
     # --- API appends --------------------------------------------------------------

@@ -18,7 +18,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import snowballstemmer
 
@@ -62,13 +62,28 @@ _ASCII_WORD_RE = re.compile(r"[a-z0-9]+")
 _LATIN_WORD_RE = re.compile(r"[a-z]+")
 
 
+@cache
+def _marks_re() -> re.Pattern[str]:
+    """Every combining character (category Mn or Me, or a non-zero combining class).
+
+    Built once, on the first non-ASCII text (a scan of the code points below U+20000,
+    where every mark but the variation selectors U+E0100-E01EF lies; ~60 ms), so
+    stripping marks is one regex substitution instead of a loop over characters.
+    """
+    ranges: list[list[int]] = [[0xE0100, 0xE01EF]]
+    for cp in range(0x20000):
+        ch = chr(cp)
+        if unicodedata.category(ch) in ("Mn", "Me") or unicodedata.combining(ch):
+            if ranges[-1][1] == cp - 1:
+                ranges[-1][1] = cp
+            else:
+                ranges.append([cp, cp])
+    return re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in ranges) + "]+")
+
+
 def _strip_marks(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text)
-    kept = "".join(
-        ch
-        for ch in decomposed
-        if not unicodedata.combining(ch) and unicodedata.category(ch) not in ("Mn", "Me")
-    )
+    kept = _marks_re().sub("", decomposed)
     return unicodedata.normalize("NFC", kept.translate(_FOLD))
 
 
@@ -193,7 +208,10 @@ def term_positions(text: str) -> dict[str, list[int]]:
 
 def tsvector_literal(positions: dict[str, list[int]]) -> str:
     """The text form of a tsvector holding these terms and positions."""
-    return " ".join(f"'{term}':{','.join(map(str, plist))}" for term, plist in positions.items())
+    return " ".join(
+        f"'{term}':{plist[0]}" if len(plist) == 1 else f"'{term}':{','.join(map(str, plist))}"
+        for term, plist in positions.items()
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,6 +129,9 @@ UPDATE sessions SET title = %(title)s, summary = %(summary)s, source = %(source)
 WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
 """
 
+# The planner's row estimate for messages (-1 before its first ANALYZE).
+MESSAGE_ESTIMATE = "SELECT reltuples FROM pg_class WHERE oid = to_regclass('messages')"
+
 AFTER_BULK_LOAD: tuple[LiteralString, ...] = (
     "SELECT gin_clean_pending_list(to_regclass('messages_tsv_idx'))",
     "ANALYZE messages, vocabulary, sessions",

@@ -95,6 +95,9 @@ class Deltas:
                 mine[key] += value
 
 
+#: A bulk load refreshes statistics when it added this share of the message table.
+ANALYZE_SHARE = 0.1
+
 #: Batches at least this large are written with COPY instead of bound arrays.
 _COPY_THRESHOLD = 64
 
@@ -300,7 +303,7 @@ class Store:
                 },
             )
 
-    def after_bulk_load(self) -> None:
+    def after_bulk_load(self, added: int) -> None:
         """Merge the message index's pending list and refresh planner statistics.
 
         After a large load the planner's row estimates are stale until autovacuum
@@ -308,6 +311,12 @@ class Store:
         whole workspace vocabulary. Both steps need table ownership; without it they
         are skipped (autovacuum does the same work later).
         """
+        with self.transaction(None, context="reading table estimates") as cur:
+            cur.execute(q.MESSAGE_ESTIMATE)
+            row = cur.fetchone()
+        estimate = float(row[0]) if row and row[0] is not None else -1.0
+        if 0 <= estimate and added < ANALYZE_SHARE * estimate:
+            return
         for statement in q.AFTER_BULK_LOAD:
             try:
                 with self.transaction(None, context="refreshing statistics") as cur:
