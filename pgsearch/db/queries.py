@@ -287,15 +287,6 @@ ORDER BY m.session_id,
          CASE WHEN m.kind = 'summary' THEN -m.seq ELSE m.seq END
 """
 
-WINDOW = """
-SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
-       m.content, m.arguments
-FROM messages m
-WHERE m.workspace_id = %(ws)s AND m.session_id = %(session_id)s
-  AND m.seq BETWEEN %(lo)s AND %(hi)s
-ORDER BY m.seq
-"""
-
 WINDOW_BEFORE = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
        m.content, m.arguments
