@@ -26,7 +26,7 @@ import hmac
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -80,17 +80,6 @@ class _Candidate:
     length: int
     tfs: dict[str, int]
     phrase_hit: bool
-
-
-@dataclass(slots=True)
-class _Plan:
-    words: list[QueryWord]
-    groups: list[list[ranking.Expansion]] = field(default_factory=list)
-    phrases: list[list[str]] = field(default_factory=list)
-
-    @property
-    def terms(self) -> list[str]:
-        return sorted({e.term for g in self.groups for e in g})
 
 
 def parse_tf(text: str | None) -> dict[str, int]:

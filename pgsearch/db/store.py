@@ -410,10 +410,3 @@ class Store:
             explain.append(f"{' '.join(str(statement).split())}\n{plan}")
         cur.execute(statement, params)
         return cur.fetchall()
-
-    def explain_json(self, cur: Cursor, statement: Any, params: dict[str, Any]) -> Any:
-        """The JSON plan of one statement (used by the plan checks)."""
-        cur.execute("EXPLAIN (FORMAT JSON) " + statement, params)
-        row = cur.fetchone()
-        assert row is not None
-        return row[0]
