@@ -381,6 +381,22 @@ def seq_scans(dsn: str) -> dict[str, int]:
     }
 
 
+def _measure_alternative(
+    system: alt.SQLiteFTS5 | alt.BM25S, queries: list[dict[str, Any]], rows: int
+) -> dict[str, Any]:
+    """One warm-up pass, then the timed pass; build time, sizes and per-class results."""
+    run_alternative(system, queries)
+    res = run_alternative(system, queries)
+    return {
+        "build": {
+            "seconds": round(system.build_s, 1),
+            "rows_per_s": round(rows / system.build_s, 1),
+        },
+        "sizes": system.sizes(),
+        "search": {c: r.report(recall=c in RECALL_CLASSES) for c, r in res.items()},
+    }
+
+
 def run_alternative(
     system: alt.Alternative, queries: list[dict[str, Any]]
 ) -> dict[str, ClassResult]:
@@ -613,16 +629,7 @@ def _alternatives(
         path = opts.out / f"sqlite-{opts.config().label()}.db"
         opts.out.mkdir(parents=True, exist_ok=True)
         lite = alt.SQLiteFTS5(path, rows)
-        run_alternative(lite, workload)
-        res = run_alternative(lite, workload)
-        out["sqlite"] = {
-            "build": {
-                "seconds": round(lite.build_s, 1),
-                "rows_per_s": round(len(rows) / lite.build_s, 1),
-            },
-            "sizes": lite.sizes(),
-            "search": {c: r.report(recall=c in RECALL_CLASSES) for c, r in res.items()},
-        }
+        out["sqlite"] = _measure_alternative(lite, workload, len(rows))
         lite.close()
         path.unlink(missing_ok=True)
         say(opts, "  sqlite done")
@@ -632,16 +639,7 @@ def _alternatives(
         except ImportError:
             out["bm25s"] = {"skipped": "bm25s is not installed (pip install -e '.[bench]')"}
         else:
-            run_alternative(engine, workload)
-            res = run_alternative(engine, workload)
-            out["bm25s"] = {
-                "build": {
-                    "seconds": round(engine.build_s, 1),
-                    "rows_per_s": round(len(rows) / engine.build_s, 1),
-                },
-                "sizes": engine.sizes(),
-                "search": {c: r.report(recall=c in RECALL_CLASSES) for c, r in res.items()},
-            }
+            out["bm25s"] = _measure_alternative(engine, workload, len(rows))
             engine.close()
             say(opts, "  bm25s done")
     if tables is not None:
