@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from pgsearch.db.connector import make_engine
+from pgsearch.db.migrate import make_engine
 from pgsearch.db.schema import metadata
 
 config = context.config

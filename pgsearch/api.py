@@ -17,22 +17,25 @@ from pathlib import Path
 from typing import Any
 
 from pgsearch.db import connector as db
+from pgsearch.db import migrate as migrations
 from pgsearch.db import queries as q
 from pgsearch.db.store import Deltas, Store
 from pgsearch.errors import ConfigError, InvalidQuery, NotFound, ScopeError
 from pgsearch.excerpt import clip, window_bounds
-from pgsearch.ingest import FileResult, Ingestor, IngestReport, check_workspace
-from pgsearch.search import Scope, SearchEngine, check_key
+from pgsearch.ingest import FileResult, Ingestor, IngestReport
+from pgsearch.search import SearchEngine
 from pgsearch.settings import Settings
 from pgsearch.types import (
     DEFAULT_CONTEXT,
     MAX_RESULT_BYTES,
     MAX_WINDOW,
+    Scope,
     SessionQueryRequest,
     SessionQueryResult,
     Window,
     WindowMessage,
 )
+from pgsearch.validate import check_key, check_workspace
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,8 +91,8 @@ class PgSearch:
         """
         target = Settings.from_env().dsn if dsn is None else dsn
         if create:
-            db.create_database(target)
-        return db.migrate(target, revision)
+            migrations.create_database(target)
+        return migrations.migrate(target, revision)
 
     def close(self) -> None:
         self._connector.close()

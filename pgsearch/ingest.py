@@ -29,10 +29,10 @@ from pgsearch.errors import ConfigError, IngestError
 from pgsearch.indexing import IndexedText, index_entry, index_session_fields
 from pgsearch.messages import Entry, entry_from_object, iter_jsonl
 from pgsearch.settings import Settings
+from pgsearch.validate import check_workspace
 
 log = logging.getLogger(__name__)
 
-MAX_WORKSPACE_CHARS = 200
 _BATCH_ROWS = 2000
 #: Files written in one transaction by `Ingestor.ingest_paths` (each in a savepoint).
 GROUP_FILES = 64
@@ -43,22 +43,6 @@ GROUP_ENTRIES = 5000
 MAINTAIN_AFTER = 5000
 #: Files the worker thread reads, parses and indexes ahead of the writer.
 PREPARE_AHEAD = 8
-
-
-def check_workspace(workspace: str) -> str:
-    """`workspace` if it is a usable workspace id, else `ConfigError`."""
-    if not isinstance(workspace, str) or not workspace.strip():
-        raise ConfigError("a workspace id must be a non-empty string")
-    if len(workspace) > MAX_WORKSPACE_CHARS or any(ord(c) < 32 for c in workspace):
-        raise ConfigError(
-            f"workspace id must be at most {MAX_WORKSPACE_CHARS} printable characters"
-        )
-    if not workspace.isascii():
-        try:
-            workspace.encode("utf-8")
-        except UnicodeEncodeError:  # e.g. undecodable bytes in a command-line argument
-            raise ConfigError("workspace id must be valid Unicode (UTF-8)") from None
-    return workspace
 
 
 @dataclass(slots=True)

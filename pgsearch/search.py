@@ -20,19 +20,16 @@ Every statement runs with sequential scans disabled locally (see `Connector`).
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from rapidfuzz.distance import Levenshtein
 
 from pgsearch import policy, ranking
+from pgsearch.cursor import CursorCodec, request_fingerprint
 from pgsearch.db import queries as q
 from pgsearch.db.store import Cursor, Store
 from pgsearch.errors import InvalidQuery, ScopeError
@@ -44,10 +41,12 @@ from pgsearch.types import (
     MAX_EXCERPT_BYTES,
     MAX_LIMIT,
     MAX_RESULT_BYTES,
+    Scope,
     SessionMatch,
     SessionQueryRequest,
     SessionQueryResult,
 )
+from pgsearch.validate import check_key, check_names, check_time
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +59,6 @@ PREFIX_FETCH = 16
 STOP_MIN_DF = 50
 MIN_EXCERPT_BYTES = 40
 MAX_TITLE_BYTES = 300
-
-
-@dataclass(frozen=True, kw_only=True)
-class Scope:
-    """Where a provider may look: fixed by the host, never by a request."""
-
-    workspace: str
-    session_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -149,90 +140,6 @@ def tsquery_phrases(phrases: Sequence[Sequence[str]]) -> str | None:
     return " | ".join(parts) or None
 
 
-class CursorCodec:
-    """Opaque, signed page cursors bound to the request that made them."""
-
-    def __init__(self, key: bytes) -> None:
-        self.key = key
-
-    def encode(self, fingerprint: str, position: list[Any]) -> str:
-        payload = json.dumps({"f": fingerprint, "p": position}, separators=(",", ":")).encode()
-        sig = hmac.new(self.key, payload, hashlib.sha256).digest()[:16]
-        return (
-            base64.urlsafe_b64encode(payload).decode().rstrip("=")
-            + "."
-            + base64.urlsafe_b64encode(sig).decode().rstrip("=")
-        )
-
-    def decode(self, cursor: str, fingerprint: str) -> list[Any]:
-        try:
-            body, _, sig = cursor.partition(".")
-            payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-            given = base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4))
-        except (ValueError, TypeError):
-            raise InvalidQuery("cursor is malformed") from None
-        expected = hmac.new(self.key, payload, hashlib.sha256).digest()[:16]
-        if not hmac.compare_digest(given, expected):
-            raise InvalidQuery("cursor is invalid or was altered")
-        data = json.loads(payload)
-        if data.get("f") != fingerprint:
-            raise InvalidQuery("cursor belongs to a different query or scope")
-        position = data.get("p")
-        if not isinstance(position, list):
-            raise InvalidQuery("cursor is malformed")
-        return position
-
-
-def _fingerprint(scope: Scope, req: SessionQueryRequest, kinds: Sequence[str]) -> str:
-    parts = [
-        scope.workspace,
-        scope.session_id or req.session_id or "",
-        req.query,
-        ",".join(kinds),
-        ",".join(sorted(req.roles)),
-        req.tool_name or "",
-        req.since.isoformat() if req.since else "",
-        req.until.isoformat() if req.until else "",
-        str(req.per_session),
-    ]
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
-
-
-def check_key(name: str, value: object, *, max_chars: int = 256) -> str:
-    """`value` if it can name a stored key (session id, tool name), else `InvalidQuery`.
-
-    Keys are 1 to `max_chars` characters of valid Unicode without NUL: anything else
-    could never have been stored, and the driver would reject it.
-    """
-    if not isinstance(value, str) or not 0 < len(value) <= max_chars:
-        raise InvalidQuery(f"{name} must be 1 to {max_chars} characters")
-    if "\x00" in value:
-        raise InvalidQuery(f"{name} must not contain NUL characters")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidQuery(f"{name} contains a lone surrogate (not valid Unicode)") from None
-    return value
-
-
-def _names(value: object, name: str) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, tuple | list | frozenset | set):
-        raise InvalidQuery(f"{name} must be a list of names")
-    for item in value:
-        if not isinstance(item, str):
-            raise InvalidQuery(f"{name} must be a list of names, got {item!r}")
-    return tuple(dict.fromkeys(value))
-
-
-def _aware(value: datetime | None, name: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise InvalidQuery(f"{name} must be a datetime")
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 class SearchEngine:
     """Runs `SessionQueryRequest`s for a `Scope` through a `Store`."""
 
@@ -275,8 +182,8 @@ class SearchEngine:
             raise InvalidQuery("excerpt_bytes must be a positive integer")
         if req.cursor is not None and not isinstance(req.cursor, str):
             raise InvalidQuery("cursor must be a string from a previous result")
-        kinds = _names(req.kinds, "kinds") or policy.DEFAULT_SEARCH_KINDS
-        roles = _names(req.roles, "roles")
+        kinds = check_names(req.kinds, "kinds") or policy.DEFAULT_SEARCH_KINDS
+        roles = check_names(req.roles, "roles")
         bad = [k for k in kinds if k not in policy.ALL_KINDS]
         if bad:
             raise InvalidQuery(
@@ -285,8 +192,8 @@ class SearchEngine:
         bad = [r for r in roles if r not in policy.ROLES]
         if bad:
             raise InvalidQuery(f"unknown role {bad[0]!r}; roles: {', '.join(policy.ROLES)}")
-        since = _aware(req.since, "since")
-        until = _aware(req.until, "until")
+        since = check_time(req.since, "since")
+        until = check_time(req.until, "until")
         if since and until and since >= until:
             raise InvalidQuery("since must be earlier than until")
         for name, value in (("tool_name", req.tool_name), ("session_id", session)):
@@ -325,7 +232,7 @@ class SearchEngine:
             context="searching",
         ) as cur:
             codec = CursorCodec(self.store.cursor_key(cur))
-            fingerprint = _fingerprint(scope, req, filters.kinds)
+            fingerprint = request_fingerprint(scope, req, filters.kinds)
             after = codec.decode(req.cursor, fingerprint) if req.cursor else None
             if not req.query.strip():
                 result = self._browse(

@@ -29,13 +29,13 @@ from pgsearch import policy
 from pgsearch.errors import InvalidQuery, PgSearchError, ScopeError
 from pgsearch.excerpt import clip, truncate_bytes, utf8_len
 from pgsearch.messages import parse_time
-from pgsearch.search import Scope
 from pgsearch.types import (
     DEFAULT_CONTEXT,
     DEFAULT_LIMIT,
     MAX_LIMIT,
     MAX_RESULT_BYTES,
     MAX_WINDOW,
+    Scope,
     SessionQueryRequest,
     SessionQueryResult,
     Window,

@@ -20,6 +20,14 @@ MAX_RESULT_BYTES = 30_000
 
 
 @dataclass(frozen=True, kw_only=True)
+class Scope:
+    """Where a provider may look: fixed by the host, never by a request."""
+
+    workspace: str
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class SessionQueryRequest:
     """What to search. Empty `query` browses the newest entries in scope."""
 

@@ -21,7 +21,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgsearch import PgSearch
-from pgsearch.db.connector import migrate
+from pgsearch.db.migrate import migrate
 
 LOCAL_DSN = "postgresql://127.0.0.1:5432/postgres"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "sessions"

@@ -197,8 +197,8 @@ def test_tools_over_a_real_provider(pg: PgSearch) -> None:
 def test_factory_offers_no_tool_without_a_schema(empty_dsn: str) -> None:
     from pgsearch.api import Provider
     from pgsearch.db.connector import Connector
-    from pgsearch.search import Scope
     from pgsearch.settings import Settings
+    from pgsearch.types import Scope
 
     # A connection to a database nobody migrated: every call would fail.
     pg = PgSearch(Connector.open(empty_dsn, check_schema=False), Settings(dsn=empty_dsn))

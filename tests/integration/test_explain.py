@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from pgsearch import PgSearch, SessionQueryRequest, Settings
-from pgsearch.db.connector import migrate
+from pgsearch.db.migrate import migrate
 from pgsearch.db.store import Store
 from tests.conftest import Databases
 

@@ -10,7 +10,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from pgsearch import PgSearch, SchemaOutOfDate
-from pgsearch.db.connector import HEAD_REVISION, make_engine, migrate, migrations_dir
+from pgsearch.db.migrate import HEAD_REVISION, make_engine, migrate, migrations_dir
 from pgsearch.db.schema import TENANT_TABLES, metadata
 
 

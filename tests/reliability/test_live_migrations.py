@@ -22,7 +22,8 @@ import psycopg
 import pytest
 
 from pgsearch import PgSearch, SessionQueryRequest, Settings
-from pgsearch.db.connector import HEAD_REVISION, Connector, migrate
+from pgsearch.db.connector import HEAD_REVISION, Connector
+from pgsearch.db.migrate import migrate
 from pgsearch.db.schema import TENANT_TABLES
 from tests.conftest import EXAMPLES
 from tests.helpers import assert_statistics_exact

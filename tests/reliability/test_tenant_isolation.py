@@ -39,10 +39,10 @@ from pgsearch import (
     StoreError,
 )
 from pgsearch.api import Provider
+from pgsearch.cursor import CursorCodec, request_fingerprint
 from pgsearch.db.schema import TENANT_TABLES
 from pgsearch.errors import NotFound
 from pgsearch.policy import ALL_KINDS, DEFAULT_SEARCH_KINDS, ROLES
-from pgsearch.search import CursorCodec, _fingerprint
 from pgsearch.tools import session_tools
 from pgsearch.types import SessionQueryResult
 from tests.helpers import assert_statistics_exact
@@ -271,7 +271,7 @@ def test_cursors_cannot_cross_workspaces(tenants: Tenants) -> None:
             [(T0 + timedelta(days=1)).isoformat(), "globex-only", 0],
         ),
     ):
-        forged = codec.encode(_fingerprint(mine.scope, req, DEFAULT_SEARCH_KINDS), position)
+        forged = codec.encode(request_fingerprint(mine.scope, req, DEFAULT_SEARCH_KINDS), position)
         result = mine.search(dataclasses.replace(req, cursor=forged))
         assert result.matches and globex_leaks(result) == []
 

@@ -16,6 +16,7 @@ PACKAGE = Path(pgsearch.__file__).resolve().parent
 DRIVERS = ("psycopg", "psycopg_pool", "sqlalchemy", "alembic")
 #: Pure functions and plain data: no database, no files, no network.
 PURE_CORE = (
+    "cursor",
     "errors",
     "excerpt",
     "indexing",
@@ -25,6 +26,7 @@ PURE_CORE = (
     "ranking",
     "settings",
     "types",
+    "validate",
 )
 #: Third-party packages the pure core may use (pure computation only).
 PURE_THIRD_PARTY = ("snowballstemmer", "rapidfuzz")

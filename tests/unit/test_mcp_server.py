@@ -8,7 +8,7 @@ import pytest
 
 from pgsearch import mcp_server, tools
 from pgsearch.errors import ConfigError
-from pgsearch.search import Scope
+from pgsearch.types import Scope
 from tests.unit.test_tools import FakeProvider
 
 

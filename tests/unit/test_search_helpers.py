@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from pgsearch.cursor import CursorCodec
 from pgsearch.errors import InvalidQuery
 from pgsearch.normalize import query_words
 from pgsearch.ranking import Expansion
 from pgsearch.search import (
-    CursorCodec,
     _units,
     parse_tf,
     tsquery_and,

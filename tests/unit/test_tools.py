@@ -12,9 +12,9 @@ import pytest
 
 from pgsearch import tools
 from pgsearch.errors import InvalidQuery, NotFound, ScopeError, StoreError
-from pgsearch.search import Scope
 from pgsearch.types import (
     MAX_RESULT_BYTES,
+    Scope,
     SessionMatch,
     SessionQueryRequest,
     SessionQueryResult,

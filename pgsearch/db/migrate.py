@@ -1,0 +1,157 @@
+"""Schema migrations: Alembic, run by `pgsearch migrate` or `alembic upgrade head`.
+
+SQLAlchemy and Alembic are imported only inside these functions: they are needed to
+migrate, never to search or ingest.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg import sql
+
+from pgsearch.db.connector import (
+    _TRANSIENT,
+    HEAD_REVISION,
+    MIGRATE_HINT,
+    _first_line,
+    connect,
+    wrap_errors,
+)
+from pgsearch.errors import PgSearchError, StoreError
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "HEAD_REVISION",
+    "MIGRATE_HINT",
+    "create_database",
+    "make_engine",
+    "migrate",
+    "migrations_dir",
+]
+
+
+def migrations_dir() -> Path:
+    """Where the Alembic scripts are: inside the installed package, else the checkout."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "_migrations", here.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise StoreError("pgsearch migration scripts not found; the installation is incomplete")
+
+
+def make_engine(dsn: str | None = None) -> Any:
+    """A SQLAlchemy engine over psycopg for `dsn` (else PGSEARCH_DSN / PG* variables)."""
+    from sqlalchemy import create_engine
+
+    from pgsearch.settings import Settings
+
+    target = Settings.from_env().dsn if dsn is None else dsn
+    return create_engine(
+        "postgresql+psycopg://", creator=lambda: psycopg.connect(target), poolclass=None
+    )
+
+
+def _alembic_config(connection: Any) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+#: Serialises concurrent `pgsearch migrate` runs against one database.
+_MIGRATE_LOCK = 7_263_641_122
+#: How long a migration waits for a table lock before its revision starts over.
+#: Shorter than the server's deadlock_timeout (1 s by default): a migration whose
+#: lock request would close a cycle with running transactions steps back before the
+#: server has to abort one of them, so a deploy never fails a search or a write.
+MIGRATE_LOCK_TIMEOUT_MS = 500
+#: How long `migrate` keeps starting a revision over before it gives up.
+MIGRATE_PATIENCE_S = 120.0
+
+
+def migrate(dsn: str, revision: str = "head", *, downgrade: bool = False) -> str | None:
+    """Upgrade (or downgrade) the schema; returns the revision now current."""
+    from alembic import command
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import text
+
+    engine = make_engine(dsn)
+    try:
+        with wrap_errors("migrating"), engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATE_LOCK})
+            conn.commit()
+            try:
+                conn.execute(text(f"SET lock_timeout = {MIGRATE_LOCK_TIMEOUT_MS}"))
+                conn.commit()
+                deadline = time.monotonic() + MIGRATE_PATIENCE_S
+                while True:
+                    try:
+                        cfg = _alembic_config(conn)
+                        if downgrade:
+                            command.downgrade(cfg, revision)
+                        else:
+                            command.upgrade(cfg, revision)
+                        conn.commit()
+                        break
+                    except Exception as exc:
+                        # Each revision is one transaction: the one that could not get
+                        # its locks was rolled back whole, and the next run resumes at it.
+                        cause = getattr(exc, "orig", None)
+                        busy = isinstance(cause, (pg_errors.LockNotAvailable, *_TRANSIENT))
+                        if not busy or time.monotonic() > deadline:
+                            raise
+                        conn.rollback()
+                        log.info("migration waiting for busy tables: %s", _first_line(exc))
+                        time.sleep(random.uniform(0.05, 0.5))
+                current: str | None = MigrationContext.configure(conn).get_current_revision()
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATE_LOCK})
+                conn.commit()
+    except Exception as exc:
+        if isinstance(exc, PgSearchError):
+            raise
+        raise StoreError(f"migrating: {_first_line(exc)}") from exc
+    finally:
+        engine.dispose()
+    return current
+
+
+def create_database(dsn: str) -> bool:
+    """Create the database `dsn` names, if missing, with a UTF-8 encoding.
+
+    Connects to the server's ``postgres`` maintenance database to do it. Returns True
+    when the database was created. pg_trgm needs a UTF-8 ``LC_CTYPE``; when the
+    server's default is not UTF-8 the new database uses ``C.UTF-8``.
+    """
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(dsn)
+    name = params.get("dbname") or os.environ.get("PGDATABASE")
+    if not name:
+        raise StoreError("the connection string names no database to create")
+    admin = make_conninfo(dsn, dbname="postgres")
+    with wrap_errors(f"creating database {name!r}"), connect(admin) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if exists:
+            return False
+        row = conn.execute(
+            "SELECT datctype FROM pg_database WHERE datname = current_database()"
+        ).fetchone()
+        query = sql.SQL("CREATE DATABASE {} ENCODING 'UTF8' TEMPLATE template0").format(
+            sql.Identifier(str(name))
+        )
+        if row is None or "utf" not in str(row[0]).lower():
+            query += sql.SQL(" LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'")
+        conn.execute(query)
+    return True

@@ -1,0 +1,62 @@
+"""Checks on identifiers and request fields that every entry point shares."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pgsearch.errors import ConfigError, InvalidQuery
+
+MAX_WORKSPACE_CHARS = 200
+
+
+def check_workspace(workspace: str) -> str:
+    """`workspace` if it is a usable workspace id, else `ConfigError`."""
+    if not isinstance(workspace, str) or not workspace.strip():
+        raise ConfigError("a workspace id must be a non-empty string")
+    if len(workspace) > MAX_WORKSPACE_CHARS or any(ord(c) < 32 for c in workspace):
+        raise ConfigError(
+            f"workspace id must be at most {MAX_WORKSPACE_CHARS} printable characters"
+        )
+    if not workspace.isascii():
+        try:
+            workspace.encode("utf-8")
+        except UnicodeEncodeError:  # e.g. undecodable bytes in a command-line argument
+            raise ConfigError("workspace id must be valid Unicode (UTF-8)") from None
+    return workspace
+
+
+def check_key(name: str, value: object, *, max_chars: int = 256) -> str:
+    """`value` if it can name a stored key (session id, tool name), else `InvalidQuery`.
+
+    Keys are 1 to `max_chars` characters of valid Unicode without NUL: anything else
+    could never have been stored, and the driver would reject it.
+    """
+    if not isinstance(value, str) or not 0 < len(value) <= max_chars:
+        raise InvalidQuery(f"{name} must be 1 to {max_chars} characters")
+    if "\x00" in value:
+        raise InvalidQuery(f"{name} must not contain NUL characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidQuery(f"{name} contains a lone surrogate (not valid Unicode)") from None
+    return value
+
+
+def check_names(value: object, name: str) -> tuple[str, ...]:
+    """`value` as a tuple of distinct names, else `InvalidQuery`."""
+    if isinstance(value, str) or not isinstance(value, tuple | list | frozenset | set):
+        raise InvalidQuery(f"{name} must be a list of names")
+    for item in value:
+        if not isinstance(item, str):
+            raise InvalidQuery(f"{name} must be a list of names, got {item!r}")
+    return tuple(dict.fromkeys(value))
+
+
+def check_time(value: datetime | None, name: str) -> datetime | None:
+    """`value` as an aware datetime (naive means UTC), else `InvalidQuery`."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidQuery(f"{name} must be a datetime")
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
