@@ -29,7 +29,7 @@ from typing import Any
 
 from bench.generate import Config, ensure_corpus
 from bench.speed import create_database, dsn_for, request_for
-from pgsearch import PgSearch, Settings, SessionQueryRequest
+from pgsearch import PgSearch, SessionQueryRequest, Settings
 from pgsearch.types import SessionQueryResult
 
 DEFAULT_SERVER = "postgresql://127.0.0.1:5432/postgres"
@@ -76,9 +76,7 @@ def snapshot(dsn: str, queries: list[dict[str, Any]], out: Path) -> str:
                         request = request_for(q, per_session=per_session)
                         pages = [provider.search(request)]
                         if pages[0].next_cursor:
-                            fields = {
-                                k: getattr(request, k) for k in request.__dataclass_fields__
-                            }
+                            fields = {k: getattr(request, k) for k in request.__dataclass_fields__}
                             fields["cursor"] = pages[0].next_cursor
                             pages.append(provider.search(SessionQueryRequest(**fields)))
                         line = json.dumps(
@@ -101,9 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=30_000)
     parser.add_argument("--workspaces", type=int, default=5)
     parser.add_argument("--queries-per-class", type=int, default=40)
-    parser.add_argument(
-        "--server", default=os.environ.get("PGSEARCH_BENCH_SERVER", DEFAULT_SERVER)
-    )
+    parser.add_argument("--server", default=os.environ.get("PGSEARCH_BENCH_SERVER", DEFAULT_SERVER))
     parser.add_argument("--load", action="store_true", help="(re)create and load the database")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
