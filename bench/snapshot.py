@@ -68,7 +68,8 @@ def snapshot(dsn: str, queries: list[dict[str, Any]], out: Path) -> str:
     digest = hashlib.sha256()
     with out.open("w", encoding="utf-8") as fh:
         for variant, overrides in (("default", {}), ("tight", TIGHT)):
-            settings = Settings.from_env({}, dsn=dsn).with_(**overrides)
+            # No timeout: a busy server must not turn a result into an error.
+            settings = Settings.from_env({}, dsn=dsn, statement_timeout_ms=0).with_(**overrides)
             with PgSearch.connect(settings=settings) as pg:
                 for q in queries:
                     provider = pg.provider(workspace=q["workspace"], session_id=q.get("session"))
