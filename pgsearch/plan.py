@@ -551,7 +551,7 @@ def score_candidates(
 
 
 def _expansion_text(e: Expansion) -> str:
-    how = e.how
+    how: str = e.how
     if e.how == "fuzzy":
         how += f", {e.distance} edit{'s' if e.distance > 1 else ''}"
     return f"{e.term} ({how}, df {e.df}, sf {e.sf}, weight {e.weight:.3g})"
