@@ -1,7 +1,7 @@
-"""What the store's search reads return: typed rows, built in `pgsearch.db` (pure).
+"""Rows the store reads and the pure core consumes: plain frozen data, no I/O.
 
-The planner (`pgsearch.plan`) and the engine consume these; only the store layer
-knows which columns and encodings (tsvector text, weight letters) they come from.
+They are built inside `pgsearch.db` from result rows; nothing outside `db/` unpacks
+a positional tuple.
 """
 
 from __future__ import annotations
@@ -10,11 +10,31 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredMessage:
+    """A message as stored (raw content), as windows and pages show it."""
+
+    session_id: str
+    seq: int
+    entry_id: str | None
+    kind: str
+    role: str
+    turn: int
+    tool_name: str | None
+    created_at: datetime
+    content: str
+    arguments: str
+    #: The session's title and summary, when the read joins them (search pages).
+    title: str | None = None
+    summary: str | None = None
+
+
 #: How a vocabulary term was found for a query word.
 How = Literal["exact", "stem", "prefix", "fuzzy"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class VocabRow:
     """A vocabulary term found for one query word, with its frequencies."""
 
@@ -27,7 +47,7 @@ class VocabRow:
     how: How
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class SearchStats:
     """The workspace's statistics for one search (kept exact by every write)."""
 
@@ -41,7 +61,7 @@ class SearchStats:
     fields_len: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class CandidateRow:
     """A message matching the candidate statement, with the query terms' frequencies."""
 
@@ -58,7 +78,7 @@ class CandidateRow:
     phrase_hit: bool
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FieldRow:
     """A session whose title or summary matches, with the query terms it holds."""
 
@@ -70,25 +90,7 @@ class FieldRow:
     in_summary: frozenset[str] = field(default=frozenset())
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoredMessage:
-    """A stored entry as a result shows it (title and summary of its session, if read)."""
-
-    session_id: str
-    seq: int
-    entry_id: str | None
-    kind: str
-    role: str
-    turn: int
-    tool_name: str | None
-    created_at: datetime
-    content: str
-    arguments: str
-    title: str | None = None
-    summary: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class BrowseRow:
     """An entry of a browse page (newest first)."""
 
