@@ -9,7 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from pgsearch.errors import IngestError
-from pgsearch.messages import MAX_ID_CHARS, MAX_LINE_BYTES, clean, parse_time
+from pgsearch.messages import MAX_LINE_BYTES, clean, parse_time
+from pgsearch.types import MAX_ID_CHARS
 
 #: How many leading lines a header scan (session id, working directory) reads.
 HEADER_LINES = 64
