@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsearch import adapters, policy
-from pgsearch.db.queries import FIELDS_STAT
-from pgsearch.db.store import Deltas, FileRecord, MessageRow, SessionState, Store
+from pgsearch.db.store import FIELDS_STAT, Deltas, FileRecord, MessageRow, SessionState, Store
 from pgsearch.errors import ConfigError, IngestError
 from pgsearch.indexing import IndexedText, index_entry, index_session_fields
 from pgsearch.messages import Entry, entry_from_object, iter_jsonl

@@ -18,6 +18,7 @@ from typing import Any
 
 from pgsearch import __version__, tools
 from pgsearch.errors import ConfigError
+from pgsearch.types import ScopedProvider
 
 SERVER_NAME = "pgsearch"
 INSTRUCTIONS = (
@@ -39,7 +40,7 @@ def _require_sdk() -> None:
         )
 
 
-def build_server(provider: tools.ScopedProvider) -> Any:
+def build_server(provider: ScopedProvider) -> Any:
     """A low-level MCP `Server` serving the session tools of `provider`."""
     _require_sdk()
     import anyio
@@ -84,7 +85,7 @@ def build_server(provider: tools.ScopedProvider) -> Any:
     )
 
 
-def serve_stdio(provider: tools.ScopedProvider) -> None:
+def serve_stdio(provider: ScopedProvider) -> None:
     """Serve `provider`'s tools over stdin/stdout until the client disconnects."""
     server = build_server(provider)
     import anyio

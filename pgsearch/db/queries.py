@@ -177,7 +177,7 @@ LIMIT %(limit)s OFFSET %(offset)s
 
 WORKSPACE_STATS = """
 SELECT kind, n_messages, n_indexed, total_len FROM workspace_stats
-WHERE workspace_id = %(ws)s AND kind <> '~session_fields'
+WHERE workspace_id = %(ws)s AND kind <> %(fields)s
 """
 
 ALL_WORKSPACES = "SELECT DISTINCT workspace_id FROM workspace_stats ORDER BY 1"
@@ -295,15 +295,8 @@ WHERE m.workspace_id = %(ws)s AND m.session_id = %(session_id)s AND m.seq < %(se
 ORDER BY m.seq DESC LIMIT %(n)s
 """
 
-WINDOW_AFTER = """
-SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
-       m.content, m.arguments
-FROM messages m
-WHERE m.workspace_id = %(ws)s AND m.session_id = %(session_id)s AND m.seq >= %(seq)s
-ORDER BY m.seq LIMIT %(n)s
-"""
-
-SESSION_PAGE = """
+# A session's messages from a seq on: a window's anchor and what follows it, or a page.
+WINDOW_FROM = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
        m.content, m.arguments
 FROM messages m

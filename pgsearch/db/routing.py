@@ -71,6 +71,11 @@ class Router(Protocol):
     def failed(self, node: str, error: BaseException) -> None: ...
 
 
+def router_for(settings: Any) -> Router:
+    """The router `settings` call for (`PgSearch.connect` uses this)."""
+    return PrimaryRouter(settings.dsn)
+
+
 class PrimaryRouter:
     """Everything on one server."""
 

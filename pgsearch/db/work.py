@@ -32,7 +32,8 @@ Query = LiteralString | sql.SQL | sql.Composed
 Results = tuple[list[Any], ...]
 
 
-def _as_tuple(values: Sequence[Any]) -> tuple[Any, ...]:
+def as_tuple(values: Sequence[Any]) -> tuple[Any, ...]:
+    """The default row decoder: the values as a tuple."""
     return tuple(values)
 
 
@@ -53,7 +54,7 @@ class Statement(Generic[R]):
     sql: Query
     params: Mapping[str, Any] | None = None
     #: Builds one typed row from the values of one result row.
-    decode: Callable[[Sequence[Any]], R] = _as_tuple  # type: ignore[assignment]
+    decode: Callable[[Sequence[Any]], R] = as_tuple  # type: ignore[assignment]
     #: When set, the statement is a ``COPY ... FROM STDIN`` fed with these rows.
     copy_rows: Iterable[Sequence[Any]] | None = field(default=None, compare=False)
 
