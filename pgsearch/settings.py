@@ -148,8 +148,10 @@ class Settings:
             raise ConfigError("relative_floor must be in [0, 1)")
         if self.max_query_chars < 1 or self.max_query_terms < 1:
             raise ConfigError("query limits must be positive")
-        if self.statement_timeout_ms < 0 or self.write_timeout_ms < 0:
-            raise ConfigError("statement timeouts must not be negative")
+        if self.statement_timeout_ms < 0:
+            raise ConfigError("statement_timeout_ms must not be negative")
+        if self.write_timeout_ms < 0:
+            raise ConfigError("write_timeout_ms must not be negative")
         if self.pool_max < 1 or not 0 <= self.pool_min <= self.pool_max:
             raise ConfigError(
                 f"the pool needs 0 <= PGSEARCH_POOL_MIN <= PGSEARCH_POOL_MAX and a maximum of "
