@@ -227,9 +227,8 @@ class PgSearch:
     def search(
         self, request: SessionQueryRequest, *, workspace: str, explain: bool = False
     ) -> SessionQueryResult:
-        return self._engine.search(
-            Scope(workspace=check_workspace(workspace)), request, explain=explain
-        )
+        scope = Scope(workspace=check_workspace(workspace))
+        return self._driver.retrying(partial(self._engine.search, scope, request, explain=explain))
 
     def around(
         self,
@@ -279,11 +278,14 @@ class Provider:
 
     def search(self, request: SessionQueryRequest) -> SessionQueryResult:
         """Ranked matches within this provider's scope."""
-        return self._engine.search(self.scope, request)
+        # A read: safe to run again after a lost connection.
+        return self._driver.retrying(partial(self._engine.search, self.scope, request))
 
     def explain(self, request: SessionQueryRequest) -> SessionQueryResult:
         """`search`, with each statement and its server plan in ``explain``."""
-        return self._engine.search(self.scope, request, explain=True)
+        return self._driver.retrying(
+            partial(self._engine.search, self.scope, request, explain=True)
+        )
 
     def around(
         self,
