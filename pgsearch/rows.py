@@ -25,6 +25,9 @@ class StoredMessage:
     created_at: datetime
     content: str
     arguments: str
+    #: The session's title and summary, when the read joins them (search pages).
+    title: str | None = None
+    summary: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

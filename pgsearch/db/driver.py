@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
-from psycopg import errors as pg_errors
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
@@ -118,6 +117,9 @@ class DriverConfig:
     pool_max: int = 8
     #: Seconds a unit waits for a pooled connection before failing.
     pool_timeout: float = 30.0
+    #: The same for nodes other than the primary: a standby that is down must cost
+    #: little before the router is told and the read goes elsewhere.
+    standby_pool_timeout: float = 1.0
     application_name: str = "pgsearch"
 
     @classmethod
@@ -130,6 +132,7 @@ class DriverConfig:
             pool_min=settings.pool_min,
             pool_max=settings.pool_max,
             pool_timeout=settings.pool_timeout,
+            standby_pool_timeout=getattr(settings, "read_connect_timeout_ms", 1000) / 1000,
         )
 
 
@@ -208,11 +211,23 @@ def retriable(exc: BaseException) -> bool:
     return isinstance(exc, StoreError) and isinstance(exc.__cause__, _TRANSIENT)
 
 
-def _node_failure(exc: BaseException) -> bool:
+#: SQLSTATEs a standby cancels a read with when it conflicts with recovery (on a
+#: read-only transaction of a standby nothing else raises them).
+_RECOVERY_CONFLICT = frozenset({"40001", "40P01", "57P04"})
+
+
+def _recovery_conflict(exc: BaseException, node: str) -> bool:
+    cause = exc.__cause__
+    if node == PRIMARY or not isinstance(cause, psycopg.Error):
+        return False
+    if cause.sqlstate in _RECOVERY_CONFLICT:
+        return True
+    return cause.sqlstate == "57014" and "conflict with recovery" in str(cause)
+
+
+def _node_failure(exc: BaseException, node: str) -> bool:
     """A failure the router should hear about: the node, not the work, failed."""
-    return isinstance(exc, StoreUnavailable) or (
-        isinstance(exc, StoreError) and isinstance(exc.__cause__, pg_errors.SerializationFailure)
-    )
+    return isinstance(exc, StoreUnavailable) or _recovery_conflict(exc, node)
 
 
 def _backoff(attempt: int) -> float:
@@ -327,7 +342,7 @@ class _Core:
     def _committed(self, unit: Unit[Any], node: str, batch: _Batch, raw: list[list[Any]]) -> None:
         if unit.write:
             lsn = raw[batch.lsn][0] if batch.lsn is not None and raw[batch.lsn] else None
-            self.router.committed(node, lsn)
+            self.router.committed(node, lsn, unit.workspace)
 
     def _error(
         self,
@@ -337,12 +352,16 @@ class _Core:
         *,
         commit_sent: bool,
         write: bool,
+        node: str = PRIMARY,
     ) -> PgSearchError:
         prefix = f"{context}: " if context else ""
         if isinstance(exc, PoolTimeout):
-            return StoreUnavailable(
+            # Waited the pool's whole timeout already: retrying on the primary would
+            # only multiply the wait; a standby is skipped and the read goes elsewhere.
+            kind = StoreError if node == PRIMARY else StoreUnavailable
+            return kind(
                 f"{prefix}database unavailable: no connection within "
-                f"{self.config.pool_timeout:g} s ({_first_line(exc)})"
+                f"{self._timeout(node):g} s ({_first_line(exc)})"
             )
         if conn is not None and _lost(conn, exc):
             if write and commit_sent:
@@ -384,6 +403,9 @@ class _Core:
             "application_name": self.config.application_name,
             **_with_network_params(dsn),
         }
+
+    def _timeout(self, node: str) -> float:
+        return self.config.pool_timeout if node == PRIMARY else self.config.standby_pool_timeout
 
     def _needs_check(self, conn: Any) -> bool:
         returned = self._returned.get(conn)
@@ -575,7 +597,7 @@ class Driver(_Core):
             configure=self._configure,
             check=self._check,
             reset=self._reset,
-            timeout=self.config.pool_timeout,
+            timeout=self._timeout(name),
             name=f"pgsearch-{name}",
             open=False,
         )
@@ -625,12 +647,13 @@ class Driver(_Core):
                 excluded.add(choice.node)
                 continue
             except PgSearchError as exc:
-                if _node_failure(exc):
+                node_failed = _node_failure(exc, choice.node)
+                if node_failed:
                     self.router.failed(choice.node, exc)
                     excluded.add(choice.node)
                     if isinstance(exc, StoreUnavailable):
                         self._pools[choice.node].check()
-                if attempt == RETRY_ATTEMPTS or not retriable(exc):
+                if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
                     self._publish(rec.record(exc))
                     raise
                 log.info("retrying after %s (attempt %d of %d)", exc, attempt, RETRY_ATTEMPTS)
@@ -648,7 +671,9 @@ class Driver(_Core):
         try:
             conn = pool.getconn()
         except PoolTimeout as exc:
-            raise self._error(exc, None, unit.context, commit_sent=False, write=unit.write) from exc
+            raise self._error(
+                exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
+            ) from exc
         try:
             return self._on(conn, unit, choice, rec)
         except BaseException:
@@ -759,7 +784,9 @@ class Driver(_Core):
             conn_cm = pool.connection()
             conn = conn_cm.__enter__()
         except PoolTimeout as exc:
-            error = self._error(exc, None, context, commit_sent=False, write=write)
+            error = self._error(
+                exc, None, context, commit_sent=False, write=write, node=choice.node
+            )
             self._publish(rec.record(error))
             raise error from exc
         tx = Tx(self, conn, unit, rec)
@@ -770,7 +797,7 @@ class Driver(_Core):
                 tx.commit()
             except BaseException as exc:
                 self._rollback(conn)
-                if _node_failure(exc):
+                if _node_failure(exc, choice.node):
                     self.router.failed(choice.node, exc)
                     if isinstance(exc, StoreUnavailable):
                         pool.check()
@@ -945,7 +972,7 @@ class AsyncDriver(_Core):
                 configure=driver._configure,
                 check=driver._check,
                 reset=driver._reset,
-                timeout=driver.config.pool_timeout,
+                timeout=driver._timeout(name),
                 name=f"pgsearch-async-{name}",
                 open=False,
             )
@@ -993,12 +1020,13 @@ class AsyncDriver(_Core):
                 excluded.add(choice.node)
                 continue
             except PgSearchError as exc:
-                if _node_failure(exc):
+                node_failed = _node_failure(exc, choice.node)
+                if node_failed:
                     self.router.failed(choice.node, exc)
                     excluded.add(choice.node)
                     if isinstance(exc, StoreUnavailable):
                         await self._pools[choice.node].check()
-                if attempt == RETRY_ATTEMPTS or not retriable(exc):
+                if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
                     self._publish(rec.record(exc))
                     raise
                 log.info("retrying after %s (attempt %d of %d)", exc, attempt, RETRY_ATTEMPTS)
@@ -1016,7 +1044,9 @@ class AsyncDriver(_Core):
         try:
             conn = await pool.getconn()
         except PoolTimeout as exc:
-            raise self._error(exc, None, unit.context, commit_sent=False, write=unit.write) from exc
+            raise self._error(
+                exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
+            ) from exc
         try:
             return await self._on(conn, unit, choice, rec)
         except BaseException:

@@ -66,7 +66,9 @@ class Router(Protocol):
         """False rejects the node for this attempt (rolled back, then `choose` again)."""
         ...
 
-    def committed(self, node: str, lsn: str | None) -> None: ...
+    def committed(self, node: str, lsn: str | None, workspace: str | None) -> None:
+        """A write unit bound to `workspace` committed on `node`."""
+        ...
 
     def failed(self, node: str, error: BaseException) -> None: ...
 
@@ -96,7 +98,7 @@ class PrimaryRouter:
     def accept(self, node: str, probe_rows: list[Any]) -> bool:
         return True
 
-    def committed(self, node: str, lsn: str | None) -> None:
+    def committed(self, node: str, lsn: str | None, workspace: str | None) -> None:
         return None
 
     def failed(self, node: str, error: BaseException) -> None:
