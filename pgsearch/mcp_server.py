@@ -6,8 +6,9 @@ descriptions and schemas sent to clients are exactly `pgsearch.tools.TOOL_SPECS`
 optional extra, imported only here and only when a server starts.
 
 The scope (workspace, optional session) comes from the server's configuration;
-tool arguments can narrow it but never widen it. Database work is synchronous, so
-each call runs in a worker thread, one at a time over the server's one connection.
+tool arguments can narrow it but never widen it. Calls run in worker threads, up to
+`CONCURRENT_CALLS` at once on the provider's connection pool, so a slow search does
+not hold up a window; the pool replaces connections a database restart killed.
 Nothing but protocol messages may reach stdout; logs go to stderr.
 """
 
@@ -27,6 +28,8 @@ INSTRUCTIONS = (
     "session_messages reads a session page by page."
 )
 INSTALL_HINT = "pip install 'pgsearch[mcp]'"
+#: Tool calls served at once (the pool's default size: more would only queue for it).
+CONCURRENT_CALLS = 8
 
 
 def _require_sdk() -> None:
@@ -57,8 +60,7 @@ def build_server(provider: ScopedProvider) -> Any:
             for spec in tools.TOOL_SPECS
         ]
     )
-    # One call at a time: the provider owns a single database connection.
-    limiter = anyio.CapacityLimiter(1)
+    limiter = anyio.CapacityLimiter(CONCURRENT_CALLS)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return listed

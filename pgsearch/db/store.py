@@ -26,7 +26,17 @@ from pgsearch.db import queries as q
 from pgsearch.db.driver import AsyncDriver, Driver, DriverConfig, Tx, current_transaction
 from pgsearch.db.routing import router_for
 from pgsearch.db.schema import TENANT_TABLES
-from pgsearch.db.work import Statement, Unit, Work, as_tuple, execute, fetch, fetch2, fetch_all
+from pgsearch.db.work import (
+    Statement,
+    Unit,
+    Work,
+    as_tuple,
+    execute,
+    fetch,
+    fetch2,
+    fetch_all,
+    savepoint,
+)
 from pgsearch.errors import NotFound, StoreError
 from pgsearch.normalize import stem
 from pgsearch.rows import StoredMessage, TableSize
@@ -48,6 +58,7 @@ __all__ = [
     "Unit",
     "Work",
     "router_for",
+    "savepoint",
 ]
 
 #: The `workspace_stats` row that counts session titles/summaries, not messages.
