@@ -6,10 +6,12 @@ from pgsearch.errors import (
     IngestError,
     InvalidQuery,
     NotFound,
+    OutcomeUnknown,
     PgSearchError,
     SchemaOutOfDate,
     ScopeError,
     StoreError,
+    StoreUnavailable,
 )
 from pgsearch.settings import Settings
 from pgsearch.types import (
@@ -25,6 +27,7 @@ __all__ = [
     "IngestError",
     "InvalidQuery",
     "NotFound",
+    "OutcomeUnknown",
     "PgSearch",
     "PgSearchError",
     "Provider",
@@ -36,6 +39,7 @@ __all__ = [
     "SessionQueryResult",
     "Settings",
     "StoreError",
+    "StoreUnavailable",
     "Window",
 ]
 

@@ -90,8 +90,15 @@ NETWORK_PARAMS: dict[str, Any] = {
 _EXPLAIN: LiteralString = "EXPLAIN (FORMAT TEXT, COSTS true) "
 _COMMIT: Statement[Any] = Statement("commit", "COMMIT")
 _ROLLBACK: LiteralString = "ROLLBACK"
+#: The WAL position a standby must have replayed to see a commit just acknowledged:
+#: the flush position once a synchronous COMMIT returned (it is at or past the
+#: commit record, and never ahead of what the walsender may send), the insert
+#: position when commits do not wait for the flush. Sent after COMMIT, in its trip.
 _COMMIT_LSN: Statement[str] = Statement(
-    "commit lsn", "SELECT pg_current_wal_lsn()::text", decode=lambda r: str(r[0])
+    "commit lsn",
+    "SELECT (CASE WHEN current_setting('synchronous_commit') = 'off'"
+    " THEN pg_current_wal_insert_lsn() ELSE pg_current_wal_flush_lsn() END)::text",
+    decode=lambda r: str(r[0]),
 )
 
 _PROBE = """
@@ -548,6 +555,20 @@ class _Run:
 _current_tx: ContextVar[Tx | None] = ContextVar("pgsearch_tx", default=None)
 
 
+@dataclass(slots=True)
+class _Attempts:
+    """What the attempts of one `Driver.retrying` block learnt about the nodes."""
+
+    #: Nodes that failed (or were rejected) earlier in the block: not chosen again.
+    excluded: set[str] = field(default_factory=set)
+    #: The last attempt failed because its node did, not the work: try elsewhere.
+    node_failed: bool = False
+
+
+#: The `Driver.retrying` block running in this thread or task, if any.
+_attempts: ContextVar[_Attempts | None] = ContextVar("pgsearch_attempts", default=None)
+
+
 class Driver(_Core):
     """Runs units on a `ConnectionPool` per node; shared by every thread of a process."""
 
@@ -746,18 +767,27 @@ class Driver(_Core):
     def retrying(self, work: Callable[[], T], *, attempts: int = RETRY_ATTEMPTS) -> T:
         """Run `work`, which opens its own transactions, again when that is safe.
 
-        Same policy as `run`. Inside an open transaction nothing is retried: a retry
-        would repeat only part of that transaction's work.
+        Same policy as `run`, nodes that failed included: a node that failed an
+        attempt is not chosen again within the block. Inside an open transaction
+        nothing is retried: a retry would repeat only part of that transaction's work.
         """
-        for attempt in range(1, attempts + 1):
-            try:
-                return work()
-            except PgSearchError as exc:
-                if attempt == attempts or not retriable(exc) or _current_tx.get() is not None:
-                    raise
-                log.info("retrying after %s (attempt %d of %d)", exc, attempt, attempts)
-                time.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
+        if _current_tx.get() is not None or _attempts.get() is not None:
+            return work()  # the enclosing transaction or block decides
+        state = _Attempts()
+        token = _attempts.set(state)
+        try:
+            for attempt in range(1, attempts + 1):
+                state.node_failed = False
+                try:
+                    return work()
+                except PgSearchError as exc:
+                    if attempt == attempts or not (retriable(exc) or state.node_failed):
+                        raise
+                    log.info("retrying after %s (attempt %d of %d)", exc, attempt, attempts)
+                    time.sleep(_backoff(attempt))
+            raise AssertionError("unreachable")
+        finally:
+            _attempts.reset(token)
 
     @contextmanager
     def transaction(
@@ -770,26 +800,19 @@ class Driver(_Core):
     ) -> Iterator[Tx]:
         """One transaction on one pooled connection, for code that runs work piecemeal.
 
-        Committed when the block ends, rolled back when it raises. Not retried here:
-        wrap the whole block in `retrying`.
+        The node is chosen as for `run`: when the router asks for a probe, ``BEGIN``,
+        the settings and the probe go first, in one round trip, and a node the router
+        rejects (or that fails then) is passed over before the block runs. Committed
+        when the block ends, rolled back when it raises. Not retried here: wrap the
+        whole block in `retrying`.
         """
         unit: Unit[None] = Unit(
             work=_nothing, workspace=workspace, write=write, search=search, context=context
         )
-        choice = self.router.choose(Intent(write=write, workspace=workspace, attempt=1))
+        attempts = _attempts.get() or _Attempts()
+        excluded = attempts.excluded
         rec = _Recorder(context, write)
-        rec.reset(choice.node)
-        pool = self._pools[choice.node]
-        try:
-            conn_cm = pool.connection()
-            conn = conn_cm.__enter__()
-        except PoolTimeout as exc:
-            error = self._error(
-                exc, None, context, commit_sent=False, write=write, node=choice.node
-            )
-            self._publish(rec.record(error))
-            raise error from exc
-        tx = Tx(self, conn, unit, rec)
+        pool, conn, node, tx = self._open(unit, rec, excluded)
         token = _current_tx.set(tx)
         try:
             try:
@@ -797,18 +820,81 @@ class Driver(_Core):
                 tx.commit()
             except BaseException as exc:
                 self._rollback(conn)
-                if _node_failure(exc, choice.node):
-                    self.router.failed(choice.node, exc)
+                if _node_failure(exc, node):
+                    self.router.failed(node, exc)
+                    excluded.add(node)
+                    attempts.node_failed = True
                     if isinstance(exc, StoreUnavailable):
                         pool.check()
                 self._publish(rec.record(exc))
-                conn_cm.__exit__(type(exc), exc, exc.__traceback__)
+                pool.putconn(conn)
                 raise
         finally:
             _current_tx.reset(token)
-        self._committed(unit, choice.node, tx.last_commit, tx.last_commit_raw)
+        self._committed(unit, node, tx.last_commit, tx.last_commit_raw)
         self._publish(rec.record())
-        conn_cm.__exit__(None, None, None)
+        pool.putconn(conn)
+
+    def _open(
+        self, unit: Unit[None], rec: _Recorder, excluded: set[str]
+    ) -> tuple[ConnectionPool[Connection], Connection, str, Tx]:
+        """A connection on a node the router chose and accepted, its transaction
+        begun when the router asked for a probe (`transaction`)."""
+        for attempt in range(1, RETRY_ATTEMPTS + 1):
+            choice = self.router.choose(
+                Intent(
+                    write=unit.write,
+                    workspace=unit.workspace,
+                    attempt=attempt,
+                    excluded=frozenset(excluded),
+                )
+            )
+            if choice.delay > 0:
+                time.sleep(min(choice.delay, MAX_ROUTER_DELAY))
+            rec.reset(choice.node)
+            pool = self._pools[choice.node]
+            try:
+                conn = pool.getconn()
+            except PoolTimeout as exc:
+                error = self._error(
+                    exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
+                )
+                if not _node_failure(error, choice.node) or attempt == RETRY_ATTEMPTS:
+                    self._publish(rec.record(error))
+                    raise error from exc
+                self.router.failed(choice.node, error)
+                excluded.add(choice.node)
+                continue
+            tx = Tx(self, conn, unit, rec)
+            if choice.probe is None:
+                return pool, conn, choice.node, tx
+            try:
+                accepted = self.router.accept(choice.node, tx.begin(choice.probe))
+            except PgSearchError as exc:
+                self._rollback(conn)
+                node_failed = _node_failure(exc, choice.node)
+                if node_failed:
+                    self.router.failed(choice.node, exc)
+                    excluded.add(choice.node)
+                    if isinstance(exc, StoreUnavailable):
+                        pool.check()
+                pool.putconn(conn)
+                if attempt == RETRY_ATTEMPTS or not (node_failed or retriable(exc)):
+                    self._publish(rec.record(exc))
+                    raise
+                continue
+            except BaseException:
+                self._rollback(conn)
+                pool.putconn(conn)
+                raise
+            if accepted:
+                return pool, conn, choice.node, tx
+            self._rollback(conn)
+            pool.putconn(conn)
+            excluded.add(choice.node)
+        error = StoreError(f"{unit.context}: no node accepted the work")
+        self._publish(rec.record(error))
+        raise error
 
 
 def _nothing() -> Work[None]:
@@ -869,6 +955,23 @@ class Tx:
             ) from exc  # fmt: skip
         self._began = True
         return self._driver._results(batch, raw, self._rec)
+
+    def begin(self, probe: Statement[Any]) -> list[Any]:
+        """Send ``BEGIN``, the settings and `probe` now; returns the probe's rows."""
+        batch = self._driver._compose(
+            self._pending, Step(()), explain=False, finish=False, lsn=False, probe=probe
+        )
+        self._pending = []
+        try:
+            raw = self._driver._send(self._conn, batch.statements, self._rec)
+        except (psycopg.Error, UnicodeEncodeError) as exc:
+            raise self._driver._error(
+                exc, self._conn, self._unit.context, commit_sent=False,
+                write=self._unit.write,
+            ) from exc  # fmt: skip
+        self._began = True
+        assert batch.probe is not None
+        return raw[batch.probe]
 
     def run(self, work: Work[T]) -> T:
         """Run `work` inside this transaction (its final marks are ignored: the block
