@@ -12,10 +12,16 @@ await pg.close()
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import Sequence
+from functools import partial
 from types import TracebackType
+from typing import Any
 
 from pgsearch import windows
 from pgsearch.api import (
+    _roots,
     forget_unit,
     pooled_settings,
     sessions_unit,
@@ -23,7 +29,9 @@ from pgsearch.api import (
     table_sizes_unit,
     workspaces_unit,
 )
-from pgsearch.db.store import AsyncDriver, DriverConfig, router_for
+from pgsearch.db import store
+from pgsearch.db.store import AsyncDriver, DriverConfig, Unit, router_for
+from pgsearch.ingest import FileResult, Ingestor
 from pgsearch.rows import TableSize
 from pgsearch.settings import Settings
 from pgsearch.types import (
@@ -45,6 +53,7 @@ class AsyncPgSearch:
     def __init__(self, driver: AsyncDriver, settings: Settings) -> None:
         self.settings = settings
         self._driver = driver
+        self._ingestor = Ingestor(None, settings)
 
     @classmethod
     async def connect(
@@ -74,6 +83,57 @@ class AsyncPgSearch:
         await self.close()
 
     # --- writing ------------------------------------------------------------------
+
+    async def append(
+        self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]
+    ) -> int:
+        """Append messages to a session; they are searchable when this returns."""
+        return await self._driver.run(
+            self._ingestor.append(workspace=workspace, session_id=session_id, messages=messages)
+        )
+
+    async def ingest_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        workspace: str,
+        session_id: str | None = None,
+        roots: Sequence[str | os.PathLike[str]] | None = None,
+        format: str = "auto",
+        workspace_from_cwd: bool = False,
+    ) -> FileResult:
+        """As `PgSearch.ingest_file`. The file is read, parsed and indexed in a worker
+        thread, against its record as last stored; the write is one transaction on
+        this object's pool (which reads the file again only if another writer changed
+        its record in between)."""
+        ws, given, real = await asyncio.to_thread(
+            partial(
+                self._ingestor.locate,
+                path,
+                workspace=workspace,
+                roots=_roots(roots),
+                format=format,
+                workspace_from_cwd=workspace_from_cwd,
+            )
+        )
+        records = await self._driver.run(
+            Unit(
+                work=partial(store.file_records, ws, [str(real)]),
+                workspace=ws,
+                write=False,
+                context="reading file records",
+            )
+        )
+        unit = await asyncio.to_thread(
+            self._ingestor.prepared_file,
+            ws,
+            given,
+            real,
+            records.get(str(real)),
+            session_id,
+            format,
+        )
+        return await self._driver.run(unit)
 
     async def forget(self, *, workspace: str, session_id: str | None = None) -> int:
         """Delete a session (or a whole workspace); statistics follow."""
@@ -113,7 +173,7 @@ class AsyncPgSearch:
         return await self._driver.run(stats_unit(workspace))
 
     async def table_sizes(self) -> list[TableSize]:
-        return await self._driver.run(table_sizes_unit())
+        return await self._driver.run(table_sizes_unit(citus=self._driver.citus))
 
 
 class AsyncProvider:

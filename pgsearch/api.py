@@ -90,8 +90,13 @@ def stats_unit(workspace: str) -> Unit[WorkspaceStats]:
     )
 
 
-def table_sizes_unit() -> Unit[list[TableSize]]:
-    return Unit(work=store.table_sizes, workspace=None, write=False, context="reading sizes")
+def table_sizes_unit(*, citus: bool) -> Unit[list[TableSize]]:
+    return Unit(
+        work=partial(store.table_sizes, citus=citus),
+        workspace=None,
+        write=False,
+        context="reading sizes",
+    )
 
 
 class PgSearch:
@@ -166,18 +171,13 @@ class PgSearch:
         ``codex``. With `workspace_from_cwd`, an agent log goes to the workspace named
         by its working directory (`workspace` when it names none).
         """
-        # One transaction, decided from what it reads: safe to run again when
-        # Postgres picks it as a deadlock victim.
-        return self._store.retrying(
-            partial(
-                self._ingestor.ingest_file,
-                path,
-                workspace=workspace,
-                session_id=session_id,
-                roots=_roots(roots),
-                format=format,
-                workspace_from_cwd=workspace_from_cwd,
-            )
+        return self._ingestor.ingest_file(
+            path,
+            workspace=workspace,
+            session_id=session_id,
+            roots=_roots(roots),
+            format=format,
+            workspace_from_cwd=workspace_from_cwd,
         )
 
     def ingest_paths(
@@ -202,13 +202,8 @@ class PgSearch:
 
     def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
         """Append messages to a session; they are searchable when this returns."""
-        return self._store.retrying(
-            partial(
-                self._ingestor.append,
-                workspace=workspace,
-                session_id=session_id,
-                messages=messages,
-            )
+        return self._driver.run(
+            self._ingestor.append(workspace=workspace, session_id=session_id, messages=messages)
         )
 
     def forget(self, *, workspace: str, session_id: str | None = None) -> int:
@@ -261,7 +256,7 @@ class PgSearch:
 
     def table_sizes(self) -> list[TableSize]:
         """Table and index bytes of pgsearch's tables."""
-        return self._driver.run(table_sizes_unit())
+        return self._driver.run(table_sizes_unit(citus=self._driver.citus))
 
 
 class Provider:

@@ -994,19 +994,6 @@ class Tx:
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
 
-    @contextmanager
-    def savepoint(self) -> Iterator[None]:
-        """A nested unit inside this transaction, rolled back alone when it raises."""
-        self._pending.append(Statement("savepoint", "SAVEPOINT pgsearch_tx"))
-        try:
-            yield
-        except BaseException:
-            self._pending.append(
-                Statement("rollback to savepoint", "ROLLBACK TO SAVEPOINT pgsearch_tx")
-            )
-            raise
-        self._pending.append(Statement("release savepoint", "RELEASE SAVEPOINT pgsearch_tx"))
-
     def commit(self) -> None:
         if not self._began:
             return  # nothing was sent: there is no transaction to commit
@@ -1021,14 +1008,6 @@ class Tx:
                 write=self._unit.write,
             ) from exc  # fmt: skip
         self.last_commit, self.last_commit_raw = batch, raw
-
-
-def current_transaction() -> Tx:
-    """The `Tx` open in this thread or task (for `Store.savepoint`)."""
-    tx = _current_tx.get()
-    if tx is None:
-        raise ProtocolError("no transaction is open here")
-    return tx
 
 
 class AsyncDriver(_Core):

@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any, LiteralString, TypeVar
 
 from pgsearch.db import queries as q
-from pgsearch.db.driver import AsyncDriver, Driver, DriverConfig, Tx, current_transaction
+from pgsearch.db.driver import AsyncDriver, Driver, DriverConfig, Tx
 from pgsearch.db.routing import router_for
 from pgsearch.db.schema import TENANT_TABLES
 from pgsearch.db.work import (
@@ -35,6 +35,7 @@ from pgsearch.db.work import (
     fetch,
     fetch2,
     fetch_all,
+    returning,
     savepoint,
 )
 from pgsearch.errors import NotFound, StoreError
@@ -57,6 +58,7 @@ __all__ = [
     "Tx",
     "Unit",
     "Work",
+    "returning",
     "router_for",
     "savepoint",
 ]
@@ -64,7 +66,7 @@ __all__ = [
 #: The `workspace_stats` row that counts session titles/summaries, not messages.
 FIELDS_STAT = q.FIELDS_STAT
 
-#: A unit's transaction shim (`Tx`) as the imperative write path receives it.
+#: An open transaction (`Tx`) as the search engine receives it.
 Cursor = Tx
 
 T = TypeVar("T")
@@ -517,12 +519,13 @@ def workspace_stats(ws: str) -> Work[WorkspaceStats]:
     )
 
 
-def table_sizes() -> Work[list[TableSize]]:
+def table_sizes(*, citus: bool = False) -> Work[list[TableSize]]:
+    """Bytes of each pgsearch table and its indexes (summed over shards on Citus)."""
     return (
         yield from fetch(
             Statement(
                 "table sizes",
-                q.TABLE_SIZES,
+                q.TABLE_SIZES_CITUS if citus else q.TABLE_SIZES,
                 {"tables": list(TENANT_TABLES)},
                 lambda r: TableSize(table=r[0], table_bytes=int(r[1]), index_bytes=int(r[2])),
             ),
@@ -566,11 +569,10 @@ def session_page(
     return rows if exists else None
 
 
-def message_estimate() -> Work[float]:
+def message_estimate(*, citus: bool = False) -> Work[float]:
     """The planner's row estimate for `messages` (-1 before its first ANALYZE)."""
-    rows = yield from fetch(
-        Statement("message estimate", q.MESSAGE_ESTIMATE, decode=_first), final=True
-    )
+    query = q.MESSAGE_ESTIMATE_CITUS if citus else q.MESSAGE_ESTIMATE
+    rows = yield from fetch(Statement("message estimate", query, decode=_first), final=True)
     return float(rows[0]) if rows and rows[0] is not None else -1.0
 
 
@@ -584,12 +586,7 @@ def cursor_key() -> Work[bytes]:
 
 
 class Store:
-    """Runs the operations above through a `Driver`.
-
-    The imperative write path (`pgsearch.ingest`) still calls operations with an open
-    transaction (`Tx`) as first argument; each such method runs one operation's work
-    on that transaction.
-    """
+    """Runs the operations above through a `Driver` (the blocking entry points)."""
 
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
@@ -611,7 +608,7 @@ class Store:
         context: str = "",
         write: bool | None = None,
     ) -> Iterator[Tx]:
-        """An open transaction for imperative callers (writes unless `search`).
+        """An open transaction for the search engine (writes unless `search`).
 
         `timeout_ms` is accepted for older callers; the driver applies the read or
         write statement timeout of the settings.
@@ -626,47 +623,6 @@ class Store:
         `Driver.retrying`)."""
         return self.driver.retrying(work)
 
-    @contextmanager
-    def savepoint(self) -> Iterator[None]:
-        """A nested unit inside the transaction open here, rolled back alone on error."""
-        with current_transaction().savepoint():
-            yield
-
-    # --- the write path's operations on an open transaction -------------------------
-
-    def lock_file(self, tx: Tx, ws: str, path: str) -> FileRecord | None:
-        return tx.run(lock_file(ws, path))
-
-    def file_records(self, tx: Tx, ws: str, paths: list[str]) -> dict[str, FileRecord]:
-        return tx.run(file_records(ws, paths))
-
-    def record_file(self, tx: Tx, ws: str, record: FileRecord) -> None:
-        tx.run(record_file(ws, record))
-
-    def sessions_from_source(self, tx: Tx, ws: str, source: str) -> list[str]:
-        return tx.run(sessions_from_source(ws, source))
-
-    def lock_sessions(
-        self, tx: Tx, ws: str, session_ids: Iterable[str], source: str | None
-    ) -> dict[str, SessionState]:
-        return tx.run(lock_sessions(ws, session_ids, source))
-
-    def insert_messages(
-        self, tx: Tx, ws: str, rows: Sequence[MessageRow], deltas: Deltas
-    ) -> set[tuple[str, int]]:
-        return tx.run(insert_messages(ws, rows, deltas))
-
-    def update_session(
-        self, tx: Tx, ws: str, state: SessionState, tsv: str, field_len: int
-    ) -> None:
-        tx.run(update_session(ws, state, tsv, field_len))
-
-    def apply_deltas(self, tx: Tx, ws: str, deltas: Deltas) -> None:
-        tx.run(apply_deltas(ws, deltas))
-
-    def forget_session(self, tx: Tx, ws: str, session_id: str, deltas: Deltas) -> int:
-        return tx.run(forget_session(ws, session_id, deltas))
-
     def after_bulk_load(self, added: int) -> None:
         """Merge the message index's pending list and refresh planner statistics.
 
@@ -675,10 +631,13 @@ class Store:
         whole workspace vocabulary. Both steps need table ownership; without it they
         are skipped (autovacuum does the same work later).
         """
-        estimate = self.read(message_estimate, None, context="reading table estimates")
+        citus = self.driver.citus
+        estimate = self.read(
+            partial(message_estimate, citus=citus), None, context="reading table estimates"
+        )
         if 0 <= estimate and added < ANALYZE_SHARE * estimate:
             return
-        for statement in q.AFTER_BULK_LOAD:
+        for statement in q.AFTER_BULK_LOAD_CITUS if citus else q.AFTER_BULK_LOAD:
             try:
                 self.write(partial(maintenance, statement), None, context="refreshing statistics")
             except StoreError as exc:

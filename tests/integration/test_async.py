@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+from pathlib import Path
 
 import psycopg
 import pytest
 
-from pgsearch import NotFound, PgSearch
+from pgsearch import NotFound, PgSearch, SessionQueryRequest
 from pgsearch.aio import AsyncPgSearch
+from pgsearch.ingest import FileResult
 from tests.conftest import EXAMPLES
 from tests.helpers import assert_statistics_exact
 
@@ -92,3 +95,59 @@ def test_many_tasks_share_one_async_pool(dsn: str) -> None:
             return list(await asyncio.gather(*(provider.around(session, 1) for _ in range(32))))
 
     assert asyncio.run(many()) == [expected] * 32
+
+
+def _stored(dsn: str, workspace: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "SELECT session_id, seq, kind, role, turn, content, arguments, tsv::text"
+            " FROM messages WHERE workspace_id = %s ORDER BY session_id, seq",
+            (workspace,),
+        ).fetchall()
+
+
+def test_async_ingest_file_stores_what_the_sync_one_stores(dsn: str, tmp_path: Path) -> None:
+    files = sorted(EXAMPLES.glob("*.jsonl"))
+    with PgSearch.connect(dsn) as pg:
+        expected = [pg.ingest_file(f, workspace="sync") for f in files]
+        again = pg.ingest_file(files[0], workspace="sync")
+
+    async def ingest() -> tuple[list[FileResult], FileResult]:
+        async with await AsyncPgSearch.connect(dsn) as apg:
+            got = [await apg.ingest_file(f, workspace=WS) for f in files]
+            return got, await apg.ingest_file(files[0], workspace=WS)
+
+    got, got_again = asyncio.run(ingest())
+    assert [replace(r, workspace="sync") for r in got] == expected
+    assert replace(got_again, workspace="sync") == again and again.messages == 0
+    assert _stored(dsn, WS) == _stored(dsn, "sync") != []
+    assert_statistics_exact(dsn, WS)
+
+
+def test_concurrent_async_appends_are_stored_once_each(dsn: str) -> None:
+    async def append_all() -> list[int]:
+        async with await AsyncPgSearch.connect(dsn, pool_size=4) as apg:
+            return list(
+                await asyncio.gather(
+                    *(
+                        apg.append(
+                            workspace=WS,
+                            session_id=f"s{i % 4}",
+                            messages=[
+                                {"role": "user", "content": f"async append token{i}"},
+                                {"role": "assistant", "content": "noted"},
+                            ],
+                        )
+                        for i in range(32)
+                    )
+                )
+            )
+
+    assert asyncio.run(append_all()) == [2] * 32
+    with PgSearch.connect(dsn) as pg:
+        sessions = {s.session_id: s.message_count for s in pg.sessions(workspace=WS)}
+        for i in range(32):
+            found = pg.search(SessionQueryRequest(query=f"token{i}"), workspace=WS)
+            assert [m.session_id for m in found.matches] == [f"s{i % 4}"]
+    assert sessions == {f"s{k}": 16 for k in range(4)}
+    assert_statistics_exact(dsn, WS)
