@@ -5,10 +5,13 @@ from pgsearch.errors import (
     ConfigError,
     IngestError,
     InvalidQuery,
+    NotFound,
+    OutcomeUnknown,
     PgSearchError,
     SchemaOutOfDate,
     ScopeError,
     StoreError,
+    StoreUnavailable,
 )
 from pgsearch.settings import Settings
 from pgsearch.types import (
@@ -23,6 +26,8 @@ __all__ = [
     "ConfigError",
     "IngestError",
     "InvalidQuery",
+    "NotFound",
+    "OutcomeUnknown",
     "PgSearch",
     "PgSearchError",
     "Provider",
@@ -34,6 +39,7 @@ __all__ = [
     "SessionQueryResult",
     "Settings",
     "StoreError",
+    "StoreUnavailable",
     "Window",
 ]
 

@@ -474,23 +474,7 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
     with ctx.open() as pg:
         rows = pg.sessions(workspace=workspace, limit=limit, offset=offset)
     if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "session_id": s.session_id,
-                        "title": s.title,
-                        "message_count": s.message_count,
-                        "created_at": s.created_at.isoformat() if s.created_at else None,
-                        "updated_at": s.updated_at.isoformat() if s.updated_at else None,
-                        "source": s.source,
-                    }
-                    for s in rows
-                ],
-                ensure_ascii=False,
-                indent=2,
-            )
-        )
+        click.echo(json.dumps([s.to_json() for s in rows], ensure_ascii=False, indent=2))
         return
     if not rows:
         click.echo(f"no sessions in workspace {workspace!r}")
@@ -542,27 +526,8 @@ def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
         per = [pg.stats(workspace=w) for w in names]
         sizes = pg.table_sizes()
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "workspaces": [
-                        {
-                            "workspace_id": s.workspace_id,
-                            "sessions": s.sessions,
-                            "messages": s.messages,
-                            "indexed_messages": s.indexed_messages,
-                            "vocabulary": s.vocabulary,
-                            "by_kind": s.by_kind,
-                        }
-                        for s in per
-                    ],
-                    "tables": [
-                        {"table": t, "table_bytes": tb, "index_bytes": ib} for t, tb, ib in sizes
-                    ],
-                },
-                indent=2,
-            )
-        )
+        data = {"workspaces": [s.to_json() for s in per], "tables": [t.to_json() for t in sizes]}
+        click.echo(json.dumps(data, indent=2))
         return
     click.echo("workspace\tsessions\tmessages\tindexed\tvocabulary")
     for s in per:
@@ -571,8 +536,8 @@ def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
         )
     click.echo("")
     click.echo("table\ttable size\tindex size")
-    for table, tb, ib in sizes:
-        click.echo(f"{table}\t{_size(tb)}\t{_size(ib)}")
+    for t in sizes:
+        click.echo(f"{t.table}\t{_size(t.table_bytes)}\t{_size(t.index_bytes)}")
 
 
 @main.command("mcp")

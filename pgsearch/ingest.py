@@ -23,8 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from pgsearch import adapters, policy
-from pgsearch.db.queries import FIELDS_STAT
-from pgsearch.db.store import Deltas, FileRecord, MessageRow, SessionState, Store
+from pgsearch.db import store
+from pgsearch.db.store import (
+    FIELDS_STAT,
+    Deltas,
+    FileRecord,
+    MessageRow,
+    SessionState,
+    Store,
+    Unit,
+    Work,
+    returning,
+    savepoint,
+)
 from pgsearch.errors import ConfigError, IngestError
 from pgsearch.indexing import IndexedText, index_entry, index_session_fields
 from pgsearch.messages import Entry, entry_from_object, iter_jsonl
@@ -167,9 +178,16 @@ def confine(path: Path, roots: Sequence[Path] | None) -> Path:
 class Ingestor:
     """Writes entries through a `Store` under the indexing policy of `settings`."""
 
-    def __init__(self, store: Store, settings: Settings) -> None:
+    def __init__(self, store: Store | None, settings: Settings) -> None:
+        #: Runs units for the blocking entry points; None for an asyncio host, which
+        #: runs the units this class builds on its own driver.
         self.store = store
         self.settings = settings
+
+    def _sync_store(self) -> Store:
+        if self.store is None:
+            raise ConfigError("this Ingestor builds units of work only (it has no store)")
+        return self.store
 
     # --- files --------------------------------------------------------------------
 
@@ -297,19 +315,21 @@ class Ingestor:
         session_id: str | None,
         prepared: _Prepared | None,
         format: str = adapters.AUTO,
-    ) -> FileResult:
+    ) -> Unit[FileResult]:
         """Write one prepared file in one transaction (re-preparing if it went stale)."""
-        with self.store.transaction(workspace, context=f"ingesting {given}") as cur:
+
+        def work() -> Work[FileResult]:
             deltas = Deltas()
-            result = self._write_file(
-                cur, workspace, given, real, session_id, prepared, format, deltas
+            result = yield from self._write_file(
+                workspace, given, real, session_id, prepared, format, deltas
             )
-            self.store.apply_deltas(cur, workspace, deltas)
-        return result
+            yield from store.apply_deltas(workspace, deltas, final=True)
+            return result
+
+        return Unit(work=work, workspace=workspace, write=True, context=f"ingesting {given}")
 
     def _write_file(
         self,
-        cur: Any,
         workspace: str,
         given: Path,
         real: Path,
@@ -317,10 +337,10 @@ class Ingestor:
         prepared: _Prepared | None,
         format: str,
         deltas: Deltas,
-    ) -> FileResult:
+    ) -> Work[FileResult]:
         """Write one file inside the caller's transaction; statistics go to `deltas`."""
         shown = str(given)
-        record = self.store.lock_file(cur, workspace, str(real))
+        record = yield from store.lock_file(workspace, str(real))
         if prepared is None or prepared.snapshot != record:
             prepared = self._prepare(given, real, record, session_id, format)
         result = FileResult(
@@ -331,11 +351,10 @@ class Ingestor:
             rewritten=prepared.rewrite,
         )
         if prepared.rewrite:
-            for old in self.store.sessions_from_source(cur, workspace, str(real)):
-                self.store.forget_session(cur, workspace, old, deltas)
+            for old in (yield from store.sessions_from_source(workspace, str(real))):
+                yield from store.forget_session(workspace, old, deltas)
         if prepared.entries:
-            inserted = self._write(
-                cur,
+            inserted = yield from self._write(
                 workspace,
                 prepared.entries,
                 prepared.indexed,
@@ -349,7 +368,7 @@ class Ingestor:
             result.messages = inserted
             result.skipped += len(prepared.entries) - inserted
             result.sessions = {e.session_id for e in prepared.entries}
-        self.store.record_file(cur, workspace, prepared.done)
+        yield from store.record_file(workspace, prepared.done)
         return result
 
     def ingest_file(
@@ -368,13 +387,49 @@ class Ingestor:
         With `workspace_from_cwd`, an agent log naming its working directory goes to
         the workspace of that name; `workspace` is the fallback.
         """
+        workspace, given, real = self.locate(
+            path,
+            workspace=workspace,
+            roots=roots,
+            format=format,
+            workspace_from_cwd=workspace_from_cwd,
+        )
+        return self._sync_store().driver.run(
+            self._commit_file(workspace, given, real, session_id, None, format)
+        )
+
+    def locate(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        workspace: str,
+        roots: Sequence[Path] | None = None,
+        format: str = adapters.AUTO,
+        workspace_from_cwd: bool = False,
+    ) -> tuple[str, Path, Path]:
+        """`ingest_file`'s checks: the workspace, the path as given and its real path."""
         check_workspace(workspace)
         check_format(format)
         given = Path(path)
         real = confine(given, roots)
         if workspace_from_cwd:
             workspace = workspace_of(real, str(given), format, workspace)
-        return self._commit_file(workspace, given, real, session_id, None, format)
+        return workspace, given, real
+
+    def prepared_file(
+        self,
+        workspace: str,
+        given: Path,
+        real: Path,
+        record: FileRecord | None,
+        session_id: str | None = None,
+        format: str = adapters.AUTO,
+    ) -> Unit[FileResult]:
+        """Read and parse the file now, against `record` (its last known record), and
+        return the unit that writes it, which reads the file again only if its record
+        changed meanwhile. For hosts that read files off their event loop."""
+        prepared = self._prepare(given, real, record, session_id, format)
+        return self._commit_file(workspace, given, real, session_id, prepared, format)
 
     def ingest_paths(
         self,
@@ -409,17 +464,21 @@ class Ingestor:
             except IngestError as exc:
                 files.append((path, exc))
         snapshots: dict[str, dict[str, FileRecord]] = {}
+        db = self._sync_store()
         for ws in sorted({workspace, *targets.values()}):
-            with self.store.transaction(ws, context="reading file records") as cur:
-                snapshots[ws] = self.store.file_records(
-                    cur,
+            snapshots[ws] = db.read(
+                partial(
+                    store.file_records,
                     ws,
                     [
                         str(r)
                         for _, r in files
                         if isinstance(r, Path) and targets.get(r, workspace) == ws
                     ],
-                )
+                ),
+                ws,
+                context="reading file records",
+            )
 
         def prepare(item: tuple[Path, Path | IngestError]) -> _Prepared | IngestError:
             given, real = item
@@ -435,22 +494,23 @@ class Ingestor:
             # One transaction for the group, one savepoint per file: each file is
             # still all or nothing, while the commit, the vocabulary upsert and the
             # statistics update are paid once per group instead of once per file.
-            results = []
-            with self.store.transaction(ws, context="ingesting files") as cur:
+            def work() -> Work[list[FileResult]]:
+                results = []
                 deltas = Deltas()
                 for given, real, prepared in group:
                     mine = Deltas()
                     try:
-                        with self.store.savepoint():
-                            result = self._write_file(
-                                cur, ws, given, real, None, prepared, format, mine
-                            )
+                        result = yield from savepoint(
+                            self._write_file(ws, given, real, None, prepared, format, mine)
+                        )
                         deltas.merge(mine)
                     except IngestError as exc:
                         result = FileResult(path=str(given), error=exc)
                     results.append(result)
-                self.store.apply_deltas(cur, ws, deltas)
-            return results
+                yield from store.apply_deltas(ws, deltas, final=True)
+                return results
+
+            return db.write(work, ws, context="ingesting files")
 
         def report_all(results: list[FileResult]) -> None:
             for result in results:
@@ -478,21 +538,23 @@ class Ingestor:
                     or len(group) >= GROUP_FILES
                     or group_entries + len(prepared.entries) > GROUP_ENTRIES
                 ):
-                    report_all(self.store.retrying(partial(commit_group, group_ws, group)))
+                    report_all(commit_group(group_ws, group))
                     group, group_entries = [], 0
                 group_ws = ws
                 group.append((given, real, prepared))
                 group_entries += len(prepared.entries)
             if group:
-                report_all(self.store.retrying(partial(commit_group, group_ws, group)))
+                report_all(commit_group(group_ws, group))
         if report.messages >= MAINTAIN_AFTER:
-            self.store.after_bulk_load(report.messages)
+            db.after_bulk_load(report.messages)
         return report
 
     # --- API appends --------------------------------------------------------------
 
-    def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
-        """Append messages to a session; searchable once this returns (committed)."""
+    def append(
+        self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]
+    ) -> Unit[int]:
+        """The unit that appends messages to a session (searchable once it committed)."""
         check_workspace(workspace)
         if not session_id or len(session_id) > MAX_ID_CHARS:
             raise IngestError(f"session_id must be 1 to {MAX_ID_CHARS} characters")
@@ -508,25 +570,27 @@ class Ingestor:
             if entry.session_id != session_id:
                 raise IngestError(f"message {i}: session_id differs from the append target")
             entries.append(entry)
-        if not entries:
-            return 0
-        with self.store.transaction(workspace, context=f"appending to {session_id}") as cur:
-            return self._write(
-                cur,
-                workspace,
-                entries,
-                source=None,
-                fallback_time=datetime.now(UTC),
-                continuing=True,
-                where=f"session {session_id}",
-                assign_seq=True,
-            )
+        work = partial(
+            self._write,
+            workspace,
+            entries,
+            source=None,
+            fallback_time=datetime.now(UTC),
+            continuing=True,
+            where=f"session {session_id}",
+            assign_seq=True,
+        )
+        return Unit(
+            work=work if entries else partial(returning, 0),
+            workspace=workspace,
+            write=True,
+            context=f"appending to {session_id}",
+        )
 
     # --- shared write path --------------------------------------------------------
 
     def _write(
         self,
-        cur: Any,
         ws: str,
         entries: list[Entry],
         indexed: list[IndexedText] | None = None,
@@ -537,9 +601,10 @@ class Ingestor:
         where: str,
         assign_seq: bool = False,
         deltas: Deltas | None = None,
-    ) -> int:
-        """Insert entries; statistics go to `deltas`, or are applied here when None."""
-        states = self.store.lock_sessions(cur, ws, (e.session_id for e in entries), source)
+    ) -> Work[int]:
+        """Insert entries; statistics go to `deltas`, or are applied here when None
+        (then with the transaction's last round trip)."""
+        states = yield from store.lock_sessions(ws, (e.session_id for e in entries), source)
         for state in states.values():
             if state.message_count and state.source != source:
                 origin = state.source or "API appends"
@@ -600,15 +665,15 @@ class Ingestor:
         deltas = Deltas() if deltas is None else deltas
         inserted: set[tuple[str, int]] = set()
         for i in range(0, len(rows), _BATCH_ROWS):
-            inserted |= self.store.insert_messages(cur, ws, rows[i : i + _BATCH_ROWS], deltas)
+            inserted |= yield from store.insert_messages(ws, rows[i : i + _BATCH_ROWS], deltas)
         for sid, state in states.items():
             mine = [r for r in rows if r.session_id == sid and (sid, r.seq) in inserted]
             changed = self._update_state(state, mine, new_fields.get(sid), next_seq[sid], deltas)
             if changed is not None:
                 tsv, field_len = changed
-                self.store.update_session(cur, ws, state, tsv, field_len)
+                yield from store.update_session(ws, state, tsv, field_len)
         if apply_here:
-            self.store.apply_deltas(cur, ws, deltas)
+            yield from store.apply_deltas(ws, deltas, final=True)
         return len(inserted)
 
     def _update_state(
