@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 
 from pgsearch.db import queries as q
 from pgsearch.db.connector import Connector, Cursor
-from pgsearch.db.schema import TENANT_TABLES
 from pgsearch.errors import StoreError
 from pgsearch.normalize import stem
 
@@ -383,7 +382,7 @@ class Store:
         return int(row[0]), int(row[1])
 
     def table_sizes(self, cur: Cursor) -> list[tuple[str, int, int]]:
-        cur.execute(q.TABLE_SIZES, {"tables": list(TENANT_TABLES)})
+        cur.execute(q.TABLE_SIZES, {"tables": list(q.TENANT_TABLES)})
         return [(r[0], int(r[1]), int(r[2])) for r in cur.fetchall()]
 
     def cursor_key(self, cur: Cursor) -> bytes:
