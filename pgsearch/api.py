@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsearch.db import connector as db
 from pgsearch.db import migrate as migrations
@@ -22,7 +22,6 @@ from pgsearch.db import queries as q
 from pgsearch.db.store import Deltas, Store
 from pgsearch.errors import ConfigError, InvalidQuery, NotFound, ScopeError
 from pgsearch.excerpt import clip, window_bounds
-from pgsearch.ingest import FileResult, Ingestor, IngestReport
 from pgsearch.search import SearchEngine
 from pgsearch.settings import Settings
 from pgsearch.types import (
@@ -36,6 +35,9 @@ from pgsearch.types import (
     WindowMessage,
 )
 from pgsearch.validate import check_key, check_workspace
+
+if TYPE_CHECKING:
+    from pgsearch.ingest import FileResult, Ingestor, IngestReport
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,8 +67,18 @@ class PgSearch:
         self.settings = settings
         self._connector = connector
         self._store = Store(connector)
-        self._ingestor = Ingestor(self._store, settings)
+        self._ingestor_: Ingestor | None = None
         self._engine = SearchEngine(self._store, settings)
+
+    @property
+    def _ingestor(self) -> Ingestor:
+        # Built on first use: a process that only searches never imports the ingest
+        # path (adapters, parsers, indexing).
+        if self._ingestor_ is None:
+            from pgsearch.ingest import Ingestor
+
+            self._ingestor_ = Ingestor(self._store, self.settings)
+        return self._ingestor_
 
     @classmethod
     def connect(cls, dsn: str | None = None, *, settings: Settings | None = None) -> PgSearch:

@@ -12,15 +12,12 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from pgsearch import adapters, embedded, policy
-from pgsearch.api import PgSearch
 from pgsearch.errors import PgSearchError
-from pgsearch.ingest import FileResult, find_jsonl
-from pgsearch.messages import parse_time
 from pgsearch.settings import Settings
 from pgsearch.types import (
     DEFAULT_CONTEXT,
@@ -32,6 +29,10 @@ from pgsearch.types import (
     Window,
 )
 from pgsearch.watch import DEFAULT_INTERVAL
+
+if TYPE_CHECKING:
+    from pgsearch.api import PgSearch
+    from pgsearch.ingest import FileResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -84,6 +85,9 @@ class Context:
         return self._lease
 
     def open(self) -> PgSearch:
+        # Imported here: a command that needs no database (help, tool-schema) skips it.
+        from pgsearch.api import PgSearch
+
         settings = self.settings()
         if self._lease is not None:
             return embedded.open_migrated(settings)
@@ -137,6 +141,8 @@ def main(ctx: click.Context, dsn: str | None, verbose: int) -> None:
 def _time(value: str | None, name: str) -> datetime | None:
     if value is None:
         return None
+    from pgsearch.messages import parse_time
+
     try:
         return parse_time(value)
     except ValueError:
@@ -150,6 +156,8 @@ def _time(value: str | None, name: str) -> datetime | None:
 @handle_errors
 def migrate(ctx: Context, revision: str, create: bool) -> None:
     """Create or upgrade the pgsearch schema (run this in deploys)."""
+    from pgsearch.api import PgSearch
+
     current = PgSearch.migrate(ctx.settings().dsn, revision, create=create)
     click.echo(f"schema at revision {current}")
 
@@ -228,6 +236,8 @@ def ingest(
             quiet=quiet,
         )
         return
+    from pgsearch.ingest import find_jsonl
+
     files = find_jsonl(paths)
     if not files:
         _fail("no .jsonl files found in " + ", ".join(paths))

