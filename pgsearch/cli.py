@@ -823,19 +823,22 @@ def doctor(ctx: Context, as_json: bool) -> None:
     from pgsearch.db import diagnose
     from pgsearch.db.dsn import redact_dsn
 
+    early: list[str] = []
     if ctx.uses_embedded:
         srv = _embedded_server()
         dsn = ctx.lease().dsn
         where = f"embedded (private, data in {srv.data})"
         source = "embedded"
+        try:  # what any other command would do first: migrate the private database
+            ctx.open().close()
+        except PgSearchError as exc:
+            early.append(str(exc))
     else:
         dsn = ctx.settings().dsn
         source = "--dsn or PGSEARCH_DSN" if ctx.dsn else "libpq PG* variables"
         where = f"{redact_dsn(dsn) or 'libpq defaults'} (from {source})"
     facts = diagnose.inspect(dsn)
-    problems = facts.problems()
-    if ctx.uses_embedded and facts.revision != facts.head_revision:
-        problems = [p for p in problems if not p.startswith("the schema is at revision")]
+    problems = early + facts.problems()
     if as_json:
         click.echo(
             json.dumps(
