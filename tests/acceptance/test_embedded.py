@@ -437,3 +437,19 @@ def test_a_configured_server_wins_and_the_embedded_one_is_not_touched(home: Path
     assert report["server"] == "--dsn or PGSEARCH_DSN"
     assert report["problems"] == []
     assert not home.exists()
+
+
+def test_a_search_loads_neither_sqlalchemy_nor_alembic_nor_the_ingest_path(dsn: str) -> None:
+    code = (
+        "import sys\n"
+        "from pgsearch.cli import main\n"
+        f"main(['--dsn', {dsn!r}, 'search', 'cron', '-w', 'w'], standalone_mode=False)\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('sqlalchemy', 'alembic')"
+        " or m in ('pgsearch.ingest', 'pgsearch.indexing'))\n"
+        "assert heavy == [], heavy\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("no matches")
