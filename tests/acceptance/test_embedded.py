@@ -28,6 +28,8 @@ from pgsearch.db.connector import HEAD_REVISION
 from tests.conftest import EXAMPLES, private_home
 from tests.helpers import assert_statistics_exact, message_keys
 
+pytestmark = pytest.mark.embedded
+
 #: libpq variables that would make pgsearch use a configured server instead.
 LIBPQ_VARIABLES = (*embedded.CONNECTION_VARIABLES, "PGPASSWORD", "PGSSLMODE", "PGOPTIONS")
 
