@@ -106,6 +106,9 @@ LOCK_TIMEOUT_S = 180.0
 #: How long the server may take to start (crash recovery included) or to stop.
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
+#: What PostgreSQL says when processes of a crashed server still hold its shared
+#: memory (they exit soon after noticing the postmaster is gone).
+LINGERING = ("is still in use", "already exists")
 #: Poll interval while waiting for a lock or for the server.
 POLL_S = 0.005
 #: Longest Unix socket path (sun_path is 104 bytes on macOS, 108 on Linux).
@@ -660,6 +663,19 @@ class EmbeddedServer:
         self._start()
 
     def _start(self) -> None:
+        """Start the server; retried while backends of a crashed server still linger."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                self._start_once(deadline)
+                return
+            except StoreError as exc:
+                if not any(m in str(exc) for m in LINGERING) or time.monotonic() > deadline:
+                    raise
+                log.info("waiting for the old server's processes to exit: %s", exc)
+                time.sleep(0.5)
+
+    def _start_once(self, deadline: float) -> None:
         import subprocess
 
         sockets = self.socket_dir()
@@ -695,7 +711,6 @@ class EmbeddedServer:
             pid = int(launcher.stdout.decode().strip())
         except ValueError:
             raise StoreError("could not launch the embedded server") from None
-        deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             postmaster = _read_postmaster(self.data)
             if postmaster is not None and postmaster.pid == pid and postmaster.status == "ready":
