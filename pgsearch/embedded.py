@@ -583,6 +583,20 @@ class EmbeddedServer:
                     "for the binaries) to directories it can reach, or run as an ordinary user"
                 )
 
+    def _check_private(self, path: Path) -> None:
+        """Refuse a shared-directory path someone else made (or opened to others)."""
+        import pwd
+
+        owner = pwd.getpwnam(self._server_user).pw_uid if self._server_user else os.geteuid()
+        info = path.lstat()
+        import stat
+
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != owner or info.st_mode & 0o077:
+            raise ConfigError(
+                f"{path} (the embedded server's socket directory) is not a private "
+                "directory of this user; remove it, or set PGSEARCH_HOME to a shorter path"
+            )
+
     def _chown(self, path: Path) -> None:
         if self._server_user is not None:
             import shutil
@@ -682,6 +696,7 @@ class EmbeddedServer:
         if sockets != self.data:
             sockets.mkdir(mode=0o700, exist_ok=True)
             self._chown(sockets)
+            self._check_private(sockets)
         startup_log = self.home / "server.log"
         args = [
             str(self.bindir / "postgres"),

@@ -303,6 +303,23 @@ def test_sigterm_to_a_command_gives_its_lease_back(home: Path) -> None:
     assert not state["running"] and state["users"] == []
 
 
+def test_a_home_too_deep_for_a_socket_path_gets_a_private_socket_directory(
+    home: Path,
+) -> None:
+    deep = home.parent / ("d" * 90) / "home"
+    try:
+        ok(run(deep, "ingest", str(EXAMPLES), "-w", "demo", "-q"))
+        state = status(deep)
+        host = state["dsn"].split("host='")[1].split("'")[0]
+        assert not host.startswith(str(deep))
+        assert len(host) < len(str(deep))
+        assert Path(host).stat().st_mode & 0o077 == 0
+        assert json.loads(ok(run(deep, "search", "cron", "-w", "demo", "--json")))["matches"]
+    finally:
+        embedded.EmbeddedServer(deep).stop()
+        shutil.rmtree(embedded.EmbeddedServer(deep).socket_dir(), ignore_errors=True)
+
+
 # -- kill -9 ---------------------------------------------------------------------------------
 
 
