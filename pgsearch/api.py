@@ -12,14 +12,13 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsearch import windows
 from pgsearch.db import migrate as migrations
 from pgsearch.db import store
 from pgsearch.db.store import Driver, DriverConfig, Store, Unit, router_for
 from pgsearch.errors import ConfigError
-from pgsearch.ingest import FileResult, Ingestor, IngestReport
 from pgsearch.rows import TableSize
 from pgsearch.search import SearchEngine
 from pgsearch.settings import Settings
@@ -36,6 +35,9 @@ from pgsearch.types import (
 from pgsearch.validate import check_workspace
 
 __all__ = ["PgSearch", "Provider", "SessionInfo", "WorkspaceStats"]
+
+if TYPE_CHECKING:
+    from pgsearch.ingest import FileResult, Ingestor, IngestReport
 
 
 def pooled_settings(dsn: str | None, settings: Settings | None, pool_size: int | None) -> Settings:
@@ -110,8 +112,19 @@ class PgSearch:
         self.settings = settings
         self._driver = driver
         self._store = Store(driver)
-        self._ingestor = Ingestor(self._store, settings)
+        self._ingestor_: Ingestor | None = None
         self._engine = SearchEngine(self._store, settings)
+
+    @property
+    def _ingestor(self) -> Ingestor:
+        # Built on first use: a process that only searches never imports the ingest
+        # path (adapters, parsers, indexing). Two threads racing here build two
+        # equivalent, stateless ingestors; either is fine.
+        if self._ingestor_ is None:
+            from pgsearch.ingest import Ingestor
+
+            self._ingestor_ = Ingestor(self._store, self.settings)
+        return self._ingestor_
 
     @classmethod
     def connect(

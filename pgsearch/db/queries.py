@@ -218,6 +218,9 @@ SELECT (SELECT count(*) FROM sessions WHERE workspace_id = %(ws)s),
        (SELECT count(*) FROM vocabulary WHERE workspace_id = %(ws)s)
 """
 
+#: Tables holding tenant rows (all keyed by workspace_id first).
+TENANT_TABLES = ("workspace_stats", "sessions", "messages", "vocabulary", "ingested_files")
+
 TABLE_SIZES = """
 SELECT c.relname, pg_table_size(c.oid), pg_indexes_size(c.oid)
 FROM pg_class c

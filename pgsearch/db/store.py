@@ -25,7 +25,6 @@ from typing import Any, LiteralString, TypeVar
 from pgsearch.db import queries as q
 from pgsearch.db.driver import AsyncDriver, Driver, DriverConfig, Tx
 from pgsearch.db.routing import router_for
-from pgsearch.db.schema import TENANT_TABLES
 from pgsearch.db.work import (
     Statement,
     Unit,
@@ -526,7 +525,7 @@ def table_sizes(*, citus: bool = False) -> Work[list[TableSize]]:
             Statement(
                 "table sizes",
                 q.TABLE_SIZES_CITUS if citus else q.TABLE_SIZES,
-                {"tables": list(TENANT_TABLES)},
+                {"tables": list(q.TENANT_TABLES)},
                 lambda r: TableSize(table=r[0], table_bytes=int(r[1]), index_bytes=int(r[2])),
             ),
             final=True,
