@@ -23,6 +23,7 @@ from pgsearch.db.store import Deltas, Store
 from pgsearch.errors import ConfigError, InvalidQuery, NotFound, ScopeError
 from pgsearch.excerpt import clip, window_bounds
 from pgsearch.ingest import FileResult, Ingestor, IngestReport
+from pgsearch.policy import scrub_secrets
 from pgsearch.search import SearchEngine
 from pgsearch.settings import Settings
 from pgsearch.types import (
@@ -286,7 +287,9 @@ class PgSearch:
         return [
             SessionInfo(
                 session_id=r[0],
-                title=r[1],
+                # Titles are shown wherever sessions are listed: scrubbed as an
+                # excerpt or a search result's title is.
+                title=scrub_secrets(r[1]) if r[1] else r[1],
                 message_count=r[2],
                 created_at=r[3],
                 updated_at=r[4],

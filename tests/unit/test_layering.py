@@ -24,12 +24,13 @@ PURE_CORE = (
     "normalize",
     "policy",
     "ranking",
+    "secrets",
     "settings",
     "types",
     "validate",
 )
 #: Third-party packages the pure core may use (pure computation only).
-PURE_THIRD_PARTY = ("snowballstemmer", "rapidfuzz")
+PURE_THIRD_PARTY = ("snowballstemmer", "rapidfuzz", "re2")
 
 
 def imported_modules(path: Path) -> set[str]:
