@@ -22,7 +22,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
 
-from pgsearch.db.dsn import redact_dsn
+from pgsearch.db.dsn import redact_dsn, redact_message, redact_text
 from pgsearch.errors import ConfigError, InvalidQuery, PgSearchError, SchemaOutOfDate, StoreError
 
 log = logging.getLogger(__name__)
@@ -75,13 +75,17 @@ def wrap_errors(context: str = "") -> Iterator[None]:
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return redact_dsn(text[0]) if text else type(exc).__name__
+    return redact_text(text[0]) if text else type(exc).__name__
 
 
 def connect(dsn: str, *, application_name: str = "pgsearch") -> psycopg.Connection[TupleRow]:
     """An autocommit connection; errors name the target without its password."""
-    with wrap_errors(f"cannot connect to {redact_dsn(dsn) or 'the default PostgreSQL'}"):
-        conn = psycopg.connect(dsn, autocommit=True, application_name=application_name)
+    try:
+        with wrap_errors(f"cannot connect to {redact_dsn(dsn) or 'the default PostgreSQL'}"):
+            conn = psycopg.connect(dsn, autocommit=True, application_name=application_name)
+    except PgSearchError as exc:
+        # libpq may quote words of a malformed connection string back.
+        raise type(exc)(redact_message(str(exc), dsn)) from exc.__cause__
     return conn
 
 

@@ -25,7 +25,8 @@ from pgsearch.db.connector import (
     connect,
     wrap_errors,
 )
-from pgsearch.errors import PgSearchError, StoreError
+from pgsearch.db.dsn import redact_dsn, redact_message
+from pgsearch.errors import ConfigError, PgSearchError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ def migrate(dsn: str, revision: str = "head", *, downgrade: bool = False) -> str
     except Exception as exc:
         if isinstance(exc, PgSearchError):
             raise
-        raise StoreError(f"migrating: {_first_line(exc)}") from exc
+        raise StoreError(f"migrating: {redact_message(_first_line(exc), dsn)}") from exc
     finally:
         engine.dispose()
     return current
@@ -136,7 +137,12 @@ def create_database(dsn: str) -> bool:
     """
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    params = conninfo_to_dict(dsn)
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        raise ConfigError(
+            f"invalid connection string {redact_dsn(dsn)}: {redact_message(_first_line(exc), dsn)}"
+        ) from None
     name = params.get("dbname") or os.environ.get("PGDATABASE")
     if not name:
         raise StoreError("the connection string names no database to create")
