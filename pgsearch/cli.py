@@ -22,6 +22,7 @@ from pgsearch.errors import PgSearchError
 from pgsearch.ingest import FileResult, find_jsonl
 from pgsearch.messages import parse_time
 from pgsearch.settings import Settings
+from pgsearch.terminal import json_safe, terminal_safe
 from pgsearch.types import (
     DEFAULT_CONTEXT,
     DEFAULT_EXCERPT_BYTES,
@@ -36,8 +37,18 @@ from pgsearch.watch import DEFAULT_INTERVAL
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _echo(text: str, *, err: bool = False) -> None:
+    """Print text with stored control sequences shown as escapes (`pgsearch.terminal`)."""
+    click.echo(terminal_safe(text), err=err)
+
+
+def _echo_json(data: Any) -> None:
+    """Print `data` as JSON; control, C1 and bidi characters stay JSON escapes."""
+    click.echo(json_safe(json.dumps(data, ensure_ascii=False, indent=2)))
+
+
 def _fail(message: str) -> None:
-    click.echo(f"pgsearch: error: {message}", err=True)
+    _echo(f"pgsearch: error: {message}", err=True)
     sys.exit(1)
 
 
@@ -51,7 +62,7 @@ def handle_errors(fn: F) -> F:
         except PgSearchError as exc:
             _fail(str(exc))
         except KeyboardInterrupt:
-            click.echo("pgsearch: interrupted", err=True)
+            _echo("pgsearch: interrupted", err=True)
             sys.exit(130)
 
     return wrapper  # type: ignore[return-value]
@@ -110,7 +121,7 @@ def _time(value: str | None, name: str) -> datetime | None:
 def migrate(ctx: Context, revision: str, create: bool) -> None:
     """Create or upgrade the pgsearch schema (run this in deploys)."""
     current = PgSearch.migrate(ctx.settings().dsn, revision, create=create)
-    click.echo(f"schema at revision {current}")
+    _echo(f"schema at revision {current}")
 
 
 @main.command()
@@ -198,7 +209,7 @@ def ingest(
             if result.error is not None:
                 errors.append(str(result.error))
                 if not show:
-                    click.echo(f"pgsearch: error: {result.error}", err=True)
+                    _echo(f"pgsearch: error: {result.error}", err=True)
 
         if show:
             with click.progressbar(length=len(files), label="ingesting", file=sys.stderr) as bar:
@@ -216,7 +227,7 @@ def ingest(
                     workspace_from_cwd=workspace_from_cwd,
                 )
             for line in errors:
-                click.echo(f"pgsearch: error: {line}", err=True)
+                _echo(f"pgsearch: error: {line}", err=True)
         else:
             report = pg.ingest_paths(
                 files,
@@ -226,7 +237,7 @@ def ingest(
                 format=fmt,
                 workspace_from_cwd=workspace_from_cwd,
             )
-    click.echo(report.summary())
+    _echo(report.summary())
     if report.errors:
         sys.exit(1)
 
@@ -344,13 +355,13 @@ def search(
         data = result.to_json()
         if explain:
             data["explain"] = list(result.explain)
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        _echo_json(data)
         return
     if explain:
         for plan in result.explain:
-            click.echo(plan)
-            click.echo("")
-    click.echo(_render_result(result, workspace))
+            _echo(plan)
+            _echo("")
+    _echo(_render_result(result, workspace))
 
 
 def _render_window(window: Window) -> str:
@@ -362,7 +373,9 @@ def _render_window(window: Window) -> str:
             f"{mark} seq={m.seq} {m.kind} role={m.role}{tool} turn={m.turn} "
             f"{m.created_at.isoformat(timespec='seconds')}"
         )
-        for text_line in m.content.splitlines() or [""]:
+        # Only newlines break lines: splitlines() would also obey \v, \f, \x1c-\x1e,
+        # U+0085 and U+2028 from the log, which are shown escaped instead.
+        for text_line in m.content.replace("\r\n", "\n").split("\n"):
             lines.append(f"   {text_line}")
     if window.next_seq is not None:
         lines.append(f"more: --seq {window.next_seq}")
@@ -402,11 +415,10 @@ def around(
         window = pg.around(
             workspace=workspace, session_id=session_id, seq=seq, before=before, after=after
         )
-    click.echo(
-        json.dumps(window.to_json(), ensure_ascii=False, indent=2)
-        if as_json
-        else _render_window(window)
-    )
+    if as_json:
+        _echo_json(window.to_json())
+    else:
+        _echo(_render_window(window))
 
 
 @main.command()
@@ -439,11 +451,10 @@ def messages(
         window = pg.session_messages(
             workspace=workspace, session_id=session_id, start_seq=start_seq, limit=limit
         )
-    click.echo(
-        json.dumps(window.to_json(), ensure_ascii=False, indent=2)
-        if as_json
-        else _render_window(window)
-    )
+    if as_json:
+        _echo_json(window.to_json())
+    else:
+        _echo(_render_window(window))
 
 
 @main.command()
@@ -465,29 +476,25 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
     with ctx.open() as pg:
         rows = pg.sessions(workspace=workspace, limit=limit, offset=offset)
     if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "session_id": s.session_id,
-                        "title": s.title,
-                        "message_count": s.message_count,
-                        "created_at": s.created_at.isoformat() if s.created_at else None,
-                        "updated_at": s.updated_at.isoformat() if s.updated_at else None,
-                        "source": s.source,
-                    }
-                    for s in rows
-                ],
-                ensure_ascii=False,
-                indent=2,
-            )
+        _echo_json(
+            [
+                {
+                    "session_id": s.session_id,
+                    "title": s.title,
+                    "message_count": s.message_count,
+                    "created_at": s.created_at.isoformat() if s.created_at else None,
+                    "updated_at": s.updated_at.isoformat() if s.updated_at else None,
+                    "source": s.source,
+                }
+                for s in rows
+            ]
         )
         return
     if not rows:
-        click.echo(f"no sessions in workspace {workspace!r}")
+        _echo(f"no sessions in workspace {workspace!r}")
     for s in rows:
         when = s.updated_at.isoformat(timespec="seconds") if s.updated_at else "-"
-        click.echo(f"{s.session_id}\t{s.message_count} messages\t{when}\t{s.title or ''}")
+        _echo(f"{s.session_id}\t{s.message_count} messages\t{when}\t{s.title or ''}")
 
 
 @main.command()
@@ -509,7 +516,7 @@ def forget(ctx: Context, workspace: str, session_id: str | None, yes: bool) -> N
     with ctx.open() as pg:
         count = pg.forget(workspace=workspace, session_id=session_id)
     what = f"session {session_id!r}" if session_id else f"workspace {workspace!r}"
-    click.echo(f"forgot {what}: {count} messages deleted")
+    _echo(f"forgot {what}: {count} messages deleted")
 
 
 def _size(num: int) -> str:
@@ -533,37 +540,32 @@ def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
         per = [pg.stats(workspace=w) for w in names]
         sizes = pg.table_sizes()
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "workspaces": [
-                        {
-                            "workspace_id": s.workspace_id,
-                            "sessions": s.sessions,
-                            "messages": s.messages,
-                            "indexed_messages": s.indexed_messages,
-                            "vocabulary": s.vocabulary,
-                            "by_kind": s.by_kind,
-                        }
-                        for s in per
-                    ],
-                    "tables": [
-                        {"table": t, "table_bytes": tb, "index_bytes": ib} for t, tb, ib in sizes
-                    ],
-                },
-                indent=2,
-            )
+        _echo_json(
+            {
+                "workspaces": [
+                    {
+                        "workspace_id": s.workspace_id,
+                        "sessions": s.sessions,
+                        "messages": s.messages,
+                        "indexed_messages": s.indexed_messages,
+                        "vocabulary": s.vocabulary,
+                        "by_kind": s.by_kind,
+                    }
+                    for s in per
+                ],
+                "tables": [
+                    {"table": t, "table_bytes": tb, "index_bytes": ib} for t, tb, ib in sizes
+                ],
+            }
         )
         return
-    click.echo("workspace\tsessions\tmessages\tindexed\tvocabulary")
+    _echo("workspace\tsessions\tmessages\tindexed\tvocabulary")
     for s in per:
-        click.echo(
-            f"{s.workspace_id}\t{s.sessions}\t{s.messages}\t{s.indexed_messages}\t{s.vocabulary}"
-        )
-    click.echo("")
-    click.echo("table\ttable size\tindex size")
+        _echo(f"{s.workspace_id}\t{s.sessions}\t{s.messages}\t{s.indexed_messages}\t{s.vocabulary}")
+    _echo("")
+    _echo("table\ttable size\tindex size")
     for table, tb, ib in sizes:
-        click.echo(f"{table}\t{_size(tb)}\t{_size(ib)}")
+        _echo(f"{table}\t{_size(tb)}\t{_size(ib)}")
 
 
 @main.command("mcp")
@@ -607,7 +609,7 @@ def tool_schema(fmt: str) -> None:
     """Print the session tools' names, descriptions and JSON schemas."""
     from pgsearch import tools
 
-    click.echo(json.dumps(tools.tool_definitions(fmt), ensure_ascii=False, indent=2))
+    _echo_json(tools.tool_definitions(fmt))
 
 
 def _watch(
@@ -648,21 +650,19 @@ def _watch(
 
             def note(result: FileResult) -> None:
                 if result.error is not None:
-                    click.echo(f"pgsearch: error: {result.error}", err=True)
+                    _echo(f"pgsearch: error: {result.error}", err=True)
                 elif not quiet and (result.messages or result.rewritten):
                     what = " (rewritten: re-read whole)" if result.rewritten else ""
-                    click.echo(
+                    _echo(
                         f"{result.path}: +{result.messages} messages{what} "
                         f"[workspace {result.workspace}]"
                     )
 
             watcher = Watcher(ingest_one, paths, interval=interval, on_file=note)
             if not quiet:
-                click.echo(
-                    f"watching {', '.join(paths)} every {interval:g}s; Ctrl-C stops", err=True
-                )
+                _echo(f"watching {', '.join(paths)} every {interval:g}s; Ctrl-C stops", err=True)
             stats = watcher.run()
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
-    click.echo(f"stopped: {stats.summary()}")
+    _echo(f"stopped: {stats.summary()}")

@@ -63,3 +63,71 @@ def test_connection_errors_never_show_the_password(dsn: str, args: tuple[str, ..
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     for word in ("s3cr3t", "phrase", "ss@"):
         assert word not in result.stderr + result.stdout
+
+
+#: Control sequences a hostile tool output could plant in a log.
+HOSTILE = {
+    "csi": "\x1b[2J\x1b[1;1H",  # clear the screen, move the cursor home
+    "erase line": "\r\x1b[K",
+    "osc 52": "\x1b]52;c;ZXZpbCBjbGlwYm9hcmQ=\x07",  # write the clipboard
+    "osc title": "\x1b]0;owned\x1b\\",
+    "c1 csi": "\x9b31m",
+    "bidi override": "\u202egnp.exe",
+    "isolate": "\u2066x\u2069",
+    "line separator": "a\u2028b",
+    "del and bell": "\x7f\x07",
+}
+RAW_UNSAFE = {chr(cp) for cp in __import__("pgsearch.terminal").terminal.UNSAFE}
+
+
+def hostile_log(tmp_path: Path) -> Path:
+    text = "cursor report " + " ".join(HOSTILE.values()) + "\tend\nsecond line"
+    return write_session(
+        tmp_path / "hostile.jsonl",
+        [
+            {"role": "user", "content": text, "title": "title " + HOSTILE["osc 52"]},
+            {"role": "assistant", "content": "cursor answer " + HOSTILE["csi"]},
+        ],
+    )
+
+
+def test_stored_control_sequences_are_shown_escaped(dsn: str, tmp_path: Path) -> None:
+    ok(pgsearch("ingest", str(hostile_log(tmp_path)), "-w", "w", dsn=dsn))
+    outputs = {
+        "around": ok(pgsearch("around", "-w", "w", "--session", "hostile", "--seq", "0", dsn=dsn)),
+        "messages": ok(pgsearch("messages", "-w", "w", "--session", "hostile", dsn=dsn)),
+        "search": ok(pgsearch("search", "cursor", "-w", "w", dsn=dsn)),
+        "browse": ok(pgsearch("search", "-w", "w", dsn=dsn)),
+        "sessions": ok(pgsearch("sessions", "-w", "w", dsn=dsn)),
+    }
+    for name, out in outputs.items():
+        raw = sorted(f"U+{ord(c):04X}" for c in set(out) & RAW_UNSAFE)
+        assert raw == [], f"{name} printed raw {raw}"
+    window = outputs["messages"]
+    assert "\\x1b[2J\\x1b[1;1H" in window
+    assert "\\x1b]52;c;ZXZpbCBjbGlwYm9hcmQ=\\x07" in window
+    assert "\\u009b31m" in window and "\\u202egnp.exe" in window and "a\\u2028b" in window
+    assert "\\r\\x1b[K" in window
+    # Newlines and tabs stay readable.
+    assert "\tend\n" in window and "   second line" in window
+    assert "title \\x1b]52;" in outputs["sessions"]
+
+
+def test_json_output_keeps_control_characters_as_json_escapes(dsn: str, tmp_path: Path) -> None:
+    ok(pgsearch("ingest", str(hostile_log(tmp_path)), "-w", "w", dsn=dsn))
+    for args in (
+        ("messages", "-w", "w", "--session", "hostile", "--json"),
+        ("around", "-w", "w", "--session", "hostile", "--seq", "0", "--json"),
+        ("sessions", "-w", "w", "--json"),
+        ("search", "cursor", "-w", "w", "--json"),
+    ):
+        out = ok(pgsearch(*args, dsn=dsn))
+        assert not set(out) & RAW_UNSAFE, args
+        data = json.loads(out)
+        assert data
+    page = json.loads(
+        ok(pgsearch("messages", "-w", "w", "--session", "hostile", "--json", dsn=dsn))
+    )
+    stored = page["messages"][0]["content"]
+    for sequence in HOSTILE.values():
+        assert sequence in stored  # the parsed JSON holds the stored text exactly

@@ -26,6 +26,7 @@ PURE_CORE = (
     "ranking",
     "secrets",
     "settings",
+    "terminal",
     "types",
     "validate",
 )
