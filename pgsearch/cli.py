@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -52,13 +54,42 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
+def _broken_pipe() -> NoReturn:
+    """The reader of our output went away (``pgsearch search ... | head -1``).
+
+    End the way a well-behaved Unix filter does (``seq``, ``grep``, ``cat``): killed
+    by SIGPIPE, which a shell reports as status 141 and does not complain about, and
+    without a traceback. By the time this runs the command's database connection
+    has been closed by the unwinding ``with`` block. Where there is no SIGPIPE
+    (Windows), exit with the same status, 128 + 13.
+    """
+    # Nothing more may be written: anything still buffered would fail again at exit.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
+    sys.exit(BROKEN_PIPE_STATUS)
+
+
+#: 128 + SIGPIPE: what a shell reports for a writer whose reader closed the pipe.
+BROKEN_PIPE_STATUS = 141
+
+
 def handle_errors(fn: F) -> F:
-    """Map `PgSearchError` to one line on stderr and exit status 1."""
+    """Map `PgSearchError` to one line on stderr and exit status 1; a closed pipe
+    to the conventional SIGPIPE ending."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            # Flush here, not at interpreter exit, where a closed pipe cannot be handled.
+            sys.stdout.flush()
+            return result
+        except BrokenPipeError:
+            _broken_pipe()
         except PgSearchError as exc:
             _fail(str(exc))
         except KeyboardInterrupt:
@@ -605,6 +636,7 @@ def mcp_command(ctx: Context, dsn: str | None, workspace: str, session_id: str |
     show_default=True,
     help="Tool definition format of the host.",
 )
+@handle_errors
 def tool_schema(fmt: str) -> None:
     """Print the session tools' names, descriptions and JSON schemas."""
     from pgsearch import tools

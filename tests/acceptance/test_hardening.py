@@ -4,12 +4,26 @@ characters, broken pipes and workspace ids, as a user meets them."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from pgsearch import PgSearch, SessionQueryRequest
 from tests.acceptance.test_cli import ok, pgsearch
+from tests.conftest import EXAMPLES
+
+
+@pytest.fixture
+def demo(dsn: str) -> str:
+    """A migrated database with the README's example sessions in workspace ``demo``."""
+    ok(pgsearch("ingest", str(EXAMPLES), "--workspace", "demo", "--quiet", dsn=dsn))
+    return dsn
+
 
 SECRET_TITLE = "deploy with DB_PASSWORD=hunter2-title and sk_live_4eC39HqLyjWDarjtT1zdp7dc"
 
@@ -131,3 +145,41 @@ def test_json_output_keeps_control_characters_as_json_escapes(dsn: str, tmp_path
     stored = page["messages"][0]["content"]
     for sequence in HOSTILE.values():
         assert sequence in stored  # the parsed JSON holds the stored text exactly
+
+
+def closed_pipe_run(*args: str, dsn: str | None = None) -> tuple[int, str]:
+    """Run the CLI with its stdout pipe closed by the reader before it writes."""
+    command = [sys.executable, "-m", "pgsearch", *(["--dsn", dsn] if dsn else []), *args]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGSEARCH_")}
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env
+    )
+    with proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        err = proc.stderr.read().decode("utf-8", "replace")
+        return proc.wait(timeout=120), err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("tool-schema",),
+        ("search", "-w", "demo"),
+        ("messages", "-w", "demo", "--session", "deploy-keys"),
+        ("sessions", "-w", "demo", "--json"),
+    ],
+)
+def test_a_closed_pipe_ends_like_a_unix_filter(demo: str, args: tuple[str, ...]) -> None:
+    status, err = closed_pipe_run(*args, dsn=demo)
+    assert status == -signal.SIGPIPE, err  # a shell reports 141
+    assert err == ""
+
+
+def test_a_shell_reports_141_for_a_closed_pipe(demo: str) -> None:
+    command = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "pgsearch", "--dsn", demo))
+    # `true` exits at once: pgsearch writes to a pipe whose reader is gone.
+    script = f'{command} search -w demo | true; echo "${{PIPESTATUS[0]}}"'
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "141"
+    assert result.stderr == ""
