@@ -493,8 +493,14 @@ class Ingestor:
     def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
         """Append messages to a session; searchable once this returns (committed)."""
         check_workspace(workspace)
-        if not session_id or len(session_id) > 256:
-            raise IngestError("session_id must be 1 to 256 characters")
+        if not isinstance(session_id, str) or not 0 < len(session_id) <= 256:
+            raise IngestError(
+                f"session_id must be a string of 1 to 256 characters, got {session_id!r:.80}"
+            )
+        if isinstance(messages, str | bytes | dict) or not isinstance(messages, Sequence):
+            raise IngestError(
+                f"messages must be a list of message objects, got {type(messages).__name__}"
+            )
         entries: list[Entry] = []
         calls: dict[str, str] = {}
         for i, obj in enumerate(messages):
