@@ -169,7 +169,7 @@ class PgSearch:
 
     def forget(self, *, workspace: str, session_id: str | None = None) -> int:
         """Delete a session (or a whole workspace); statistics follow. Returns messages deleted."""
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         return self._store.retrying(partial(self._forget, workspace, session_id))
 
     def _forget(self, workspace: str, session_id: str | None) -> int:
@@ -187,7 +187,7 @@ class PgSearch:
 
     def provider(self, *, workspace: str, session_id: str | None = None) -> Provider:
         """A `SessionQuery` whose scope is pinned to `workspace` (and `session_id`)."""
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         return Provider(self, Scope(workspace=workspace, session_id=session_id))
 
     def search(
@@ -207,7 +207,7 @@ class PgSearch:
         after: int = DEFAULT_CONTEXT,
     ) -> Window:
         """Messages around (session, seq): the anchor always included, at most 16 in all."""
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         check_key("session_id", session_id)
         for name, value in (("seq", seq), ("before", before), ("after", after)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -247,7 +247,7 @@ class PgSearch:
         self, *, workspace: str, session_id: str, start_seq: int = 0, limit: int = MAX_WINDOW
     ) -> Window:
         """One page of a session's messages from `start_seq`; `next_seq` continues."""
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         check_key("session_id", session_id)
         if isinstance(start_seq, bool) or not isinstance(start_seq, int) or start_seq < 0:
             raise InvalidQuery("start_seq must be a non-negative integer")
@@ -281,7 +281,7 @@ class PgSearch:
         )
 
     def sessions(self, *, workspace: str, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         with self._store.transaction(workspace, context="listing sessions") as cur:
             rows = self._store.list_sessions(cur, workspace, limit=limit, offset=offset)
         return [
@@ -310,7 +310,7 @@ class PgSearch:
             return self._store.workspaces(cur)
 
     def stats(self, *, workspace: str) -> WorkspaceStats:
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         with self._store.transaction(workspace, context="reading statistics") as cur:
             by_kind = self._store.workspace_stats(cur, workspace)
             sessions, vocabulary = self._store.workspace_counts(cur, workspace)

@@ -367,7 +367,7 @@ class Ingestor:
         With `workspace_from_cwd`, an agent log naming its working directory goes to
         the workspace of that name; `workspace` is the fallback.
         """
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         check_format(format)
         given = Path(path)
         real = confine(given, roots)
@@ -394,7 +394,7 @@ class Ingestor:
         worker starts from a snapshot of the file records; a file whose record changed
         meanwhile is prepared again inside its transaction.
         """
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         check_format(format)
         report = IngestReport()
         files: list[tuple[Path, Path | IngestError]] = []
@@ -492,7 +492,7 @@ class Ingestor:
 
     def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
         """Append messages to a session; searchable once this returns (committed)."""
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         if not isinstance(session_id, str) or not 0 < len(session_id) <= 256:
             raise IngestError(
                 f"session_id must be a string of 1 to 256 characters, got {session_id!r:.80}"

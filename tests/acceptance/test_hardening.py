@@ -183,3 +183,23 @@ def test_a_shell_reports_141_for_a_closed_pipe(demo: str) -> None:
     result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == "141"
     assert result.stderr == ""
+
+
+def test_a_workspace_typed_in_two_unicode_forms_is_one(dsn: str, tmp_path: Path) -> None:
+    nfd, nfc = "cafe\u0301", "caf\u00e9"
+    log = write_session(tmp_path / "s1.jsonl", [{"role": "user", "content": "espresso grinder"}])
+    ok(pgsearch("ingest", str(log), "-w", nfd, dsn=dsn))
+    found = json.loads(ok(pgsearch("search", "espresso", "-w", nfc, "--json", dsn=dsn)))
+    assert [m["session_id"] for m in found["matches"]] == ["s1"]
+    stats = json.loads(ok(pgsearch("stats", "--json", dsn=dsn)))
+    assert [w["workspace_id"] for w in stats["workspaces"]] == [nfc]
+
+
+@pytest.mark.parametrize("workspace", ["acme\u202egnp", "ac\u200bme", "acme\x1b[2J"])
+def test_a_workspace_with_invisible_characters_is_refused(dsn: str, workspace: str) -> None:
+    result = pgsearch("search", "x", "-w", workspace, dsn=dsn)
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        "pgsearch: error: workspace id must not contain control, format or bidirectional"
+    )
+    assert "Traceback" not in result.stderr
