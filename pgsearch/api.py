@@ -84,16 +84,22 @@ class PgSearch:
 
     @staticmethod
     def migrate(
-        dsn: str | None = None, revision: str = "head", *, create: bool = False
+        dsn: str | None = None,
+        revision: str = "head",
+        *,
+        create: bool = False,
+        downgrade: bool = False,
     ) -> str | None:
         """Upgrade the schema of `dsn` (default: settings) to `revision`.
 
         With `create`, the database itself is created first when it does not exist.
+        With `downgrade`, the schema goes down to `revision` instead; a `revision` on
+        the wrong side of the current one is refused with what to run instead.
         """
         target = Settings.from_env().dsn if dsn is None else dsn
         if create:
             migrations.create_database(target)
-        return migrations.migrate(target, revision)
+        return migrations.migrate(target, revision, downgrade=downgrade)
 
     def close(self) -> None:
         self._connector.close()

@@ -147,11 +147,16 @@ def _time(value: str | None, name: str) -> datetime | None:
 @main.command()
 @click.option("--revision", default="head", show_default=True, help="Target revision.")
 @click.option("--create", is_flag=True, help="Create the database first if it does not exist.")
+@click.option(
+    "--downgrade",
+    is_flag=True,
+    help="Go down to --revision (dropping what later revisions added).",
+)
 @pass_ctx
 @handle_errors
-def migrate(ctx: Context, revision: str, create: bool) -> None:
+def migrate(ctx: Context, revision: str, create: bool, downgrade: bool) -> None:
     """Create or upgrade the pgsearch schema (run this in deploys)."""
-    current = PgSearch.migrate(ctx.settings().dsn, revision, create=create)
+    current = PgSearch.migrate(ctx.settings().dsn, revision, create=create, downgrade=downgrade)
     _echo(f"schema at revision {current}")
 
 

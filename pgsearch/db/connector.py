@@ -30,6 +30,12 @@ log = logging.getLogger(__name__)
 #: The Alembic revision this code needs (a test checks it is the migrations' head).
 HEAD_REVISION = "0003"
 MIGRATE_HINT = "run `pgsearch migrate` (or `alembic upgrade head`)"
+#: pgsearch's own Alembic version table: another Alembic application in the same
+#: database (or schema) keeps its ``alembic_version`` to itself.
+VERSION_TABLE = "pgsearch_alembic_version"
+#: Where pgsearch before 0.2 recorded its revision; `pgsearch migrate` renames it.
+LEGACY_VERSION_TABLE = "alembic_version"
+UPGRADE_HINT = "upgrade pgsearch (pip install -U pgsearch); do not downgrade the schema"
 
 Cursor = psycopg.Cursor[TupleRow]
 T = TypeVar("T")
@@ -89,6 +95,54 @@ def connect(dsn: str, *, application_name: str = "pgsearch") -> psycopg.Connecti
     return conn
 
 
+def _revision_number(revision: str) -> int | None:
+    return int(revision) if revision.isdigit() else None
+
+
+def raise_unless_current(versions: list[str], *, own: bool, legacy: bool) -> None:
+    """`SchemaOutOfDate` naming the fix, unless `versions` is exactly `HEAD_REVISION`.
+
+    `versions` come from pgsearch's version table when `own`, else from a legacy
+    ``alembic_version`` table when `legacy`. pgsearch revisions are numbered, so a
+    revision above `HEAD_REVISION` is a newer schema, never an older one.
+    """
+    if own and versions == [HEAD_REVISION]:
+        return
+    head = _revision_number(HEAD_REVISION) or 0
+    numbers = [_revision_number(v) for v in versions]
+    found = ", ".join(versions) or "none"
+    if not own and legacy:
+        if versions and all(n is not None and n <= head for n in numbers):
+            raise SchemaOutOfDate(
+                f"the database was migrated by an earlier pgsearch (revision {found}, "
+                f"recorded in {LEGACY_VERSION_TABLE}); {MIGRATE_HINT}"
+            )
+        raise SchemaOutOfDate(
+            f"the database has no pgsearch schema, but another application's Alembic "
+            f"table {LEGACY_VERSION_TABLE} is here (revision {found}); pgsearch records "
+            f"its own revision in {VERSION_TABLE} and leaves that table alone, but its "
+            f"tables (sessions, messages, ...) may collide with the other application's: "
+            f"give pgsearch a schema of its own (e.g. options=-csearch_path=pgsearch in "
+            f"the connection string) or its own database, then {MIGRATE_HINT}"
+        )
+    if not own:
+        raise SchemaOutOfDate(f"the database has no pgsearch schema; {MIGRATE_HINT}")
+    if any(n is not None and n > head for n in numbers):
+        raise SchemaOutOfDate(
+            f"the database schema is at revision {found}, newer than this pgsearch "
+            f"(which knows revisions up to {HEAD_REVISION}); {UPGRADE_HINT}"
+        )
+    if any(n is None for n in numbers):
+        raise SchemaOutOfDate(
+            f"{VERSION_TABLE} holds revision {found}, which is no pgsearch revision; "
+            "the table was written by something else"
+        )
+    raise SchemaOutOfDate(
+        f"the database schema is at revision {found}, this pgsearch needs "
+        f"{HEAD_REVISION}; {MIGRATE_HINT}"
+    )
+
+
 class Connector:
     """One connection plus the transaction discipline every operation uses."""
 
@@ -126,20 +180,25 @@ class Connector:
         self.conn.close()
 
     def check_schema(self) -> None:
-        """Raise `SchemaOutOfDate` unless the database is at `HEAD_REVISION`."""
+        """Raise `SchemaOutOfDate` unless the database is at `HEAD_REVISION`.
+
+        The message says what is really wrong: no schema, an older schema (run
+        migrate), a newer one (upgrade pgsearch), a version table left by an earlier
+        pgsearch, or another application's Alembic table.
+        """
         with wrap_errors("checking the schema"), self.conn.cursor() as cur:
-            cur.execute("SELECT to_regclass('alembic_version') IS NOT NULL")
-            row = cur.fetchone()
-            if not row or not row[0]:
-                raise SchemaOutOfDate(f"the database has no pgsearch schema; {MIGRATE_HINT}")
-            cur.execute("SELECT version_num FROM alembic_version")
-            versions = [r[0] for r in cur.fetchall()]
-        if versions != [HEAD_REVISION]:
-            found = ", ".join(versions) or "none"
-            raise SchemaOutOfDate(
-                f"the database schema is at revision {found}, this pgsearch needs "
-                f"{HEAD_REVISION}; {MIGRATE_HINT}"
+            cur.execute(
+                "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL",
+                (VERSION_TABLE, LEGACY_VERSION_TABLE),
             )
+            row = cur.fetchone()
+            own, legacy = (bool(row[0]), bool(row[1])) if row else (False, False)
+            versions: list[str] = []
+            if own or legacy:
+                table = VERSION_TABLE if own else LEGACY_VERSION_TABLE
+                cur.execute(sql.SQL("SELECT version_num FROM {}").format(sql.Identifier(table)))
+                versions = [str(r[0]) for r in cur.fetchall()]
+        raise_unless_current(versions, own=own, legacy=legacy)
 
     def check_row_security(self) -> None:
         """Refuse a role the RLS policies restrict unless this connector binds workspaces.
