@@ -193,21 +193,28 @@ def _line_around(text: str, start: int, end: int) -> str:
     return text[first : len(text) if last < 0 else last]
 
 
+def _subject(text: str) -> str | bytes:
+    """What the patterns run on: ASCII text as bytes, where RE2's offsets are already
+    character offsets (for str, the binding converts every offset it returns)."""
+    return text.encode("ascii") if text.isascii() else text
+
+
 def _gitleaks_spans(text: str, lowered: str, rules: RuleSet) -> Iterator[tuple[int, int]]:
     hits = rules.keyword_set.Match(lowered) or ()
     selected: dict[str, Rule] = {r.id: r for r in rules.always}
     for index in hits:
         for rule in rules.by_keyword[rules.keywords[index]]:
             selected[rule.id] = rule
+    subject = _subject(text)
     for rule in selected.values():
-        for m in rule.regex.finditer(text):
-            span = _secret_span(rule, m)
+        for m in rule.regex.finditer(subject):
+            span = _secret_span(rule, m, text)
             if span is None:
                 continue
             secret = text[span[0] : span[1]]
             if rule.entropy and shannon_entropy(secret) <= rule.entropy:
                 continue
-            match = m.group(0).strip("\n")
+            match = text[m.start() : m.end()].strip("\n")
             line = _line_around(text, m.start(), m.end())
             if any(a.allows(secret, match, line) for a in rules.allowlists):
                 continue
@@ -216,7 +223,7 @@ def _gitleaks_spans(text: str, lowered: str, rules: RuleSet) -> Iterator[tuple[i
             yield span
 
 
-def _secret_span(rule: Rule, m: Any) -> tuple[int, int] | None:
+def _secret_span(rule: Rule, m: Any, text: str) -> tuple[int, int] | None:
     groups = m.re.groups
     if rule.secret_group and rule.secret_group <= groups:
         start, end = m.span(rule.secret_group)
@@ -227,9 +234,9 @@ def _secret_span(rule: Rule, m: Any) -> tuple[int, int] | None:
             return start, end
     start, end = m.span()
     # gitleaks trims newlines the pattern swallowed at either end of a match.
-    while start < end and m.string[start] == "\n":
+    while start < end and text[start] == "\n":
         start += 1
-    while end > start and m.string[end - 1] == "\n":
+    while end > start and text[end - 1] == "\n":
         end -= 1
     return (start, end) if end > start else None
 
@@ -397,6 +404,11 @@ _CODE_VALUE = re2.compile(r"^[A-Za-z_][\w.]*[(\[]|^[\[{(]|^[A-Za-z_]\w*(?:\.[A-Z
 _LITERAL_CHARS = re2.compile(r"[0-9]|[^\w.\-]|[a-z][A-Z]")
 
 
+def _group(text: str, m: Any, group: int) -> str:
+    start, end = m.span(group)
+    return text[start:end] if start >= 0 else ""
+
+
 def key_words(key: str) -> list[str]:
     """The lower-cased words of an identifier: ``SecretAccessKey`` -> secret, access, key."""
     return [w.lower() for w in _WORD_SPLIT.findall(key)]
@@ -431,8 +443,8 @@ def looks_random(value: str) -> bool:
 
 
 def _assignment_spans(text: str) -> Iterator[tuple[int, int]]:
-    for m in _ASSIGNMENT.finditer(text):
-        strength = key_strength(m.group(_KEY))
+    for m in _ASSIGNMENT.finditer(_subject(text)):
+        strength = key_strength(_group(text, m, _KEY))
         if strength == "none":
             continue
         quoted, start, end = False, -1, -1
@@ -460,7 +472,8 @@ def _is_secret_value(value: str, m: Any, strength: str, *, quoted: bool, text: s
     lowered = stripped.lower()
     if any(word in lowered for word in ("password", "passwd", "secret", "token")):
         return False  # a variable named after the secret: password=password
-    if m.group(_SEP) == "=" and not m.group(_PRE) and not m.group(_POST):
+    spaced = m.end(_PRE) > m.start(_PRE) or m.end(_POST) > m.start(_POST)
+    if _group(text, m, _SEP) == "=" and not spaced:
         return True  # KEY=value: environment files, shells, query strings, flags
     if _LITERAL_CHARS.search(stripped) or looks_random(stripped):
         return True
@@ -488,16 +501,17 @@ def _own_spans(text: str, lowered: str) -> Iterator[tuple[int, int]]:
     hits = {_OWN_KEYWORDS[i] for i in _OWN_SET.Match(lowered) or ()}
     if not hits:
         return
+    subject = _subject(text)
     for shape in _EXTRA_SHAPES:
         if hits.isdisjoint(shape.keywords):
             continue
-        for m in shape.regex.finditer(text):
+        for m in shape.regex.finditer(subject):
             start, end = m.span(shape.group)
             if end > start:
                 yield start, end
     if not hits.isdisjoint(_SCHEME_TRIGGERS):
-        for m in _SCHEME_CREDENTIAL.finditer(text):
-            credential = m.group(1)
+        for m in _SCHEME_CREDENTIAL.finditer(subject):
+            credential = text[m.start(1) : m.end(1)]
             if _RANDOM_LOOKING.search(credential) and credential != REDACTED:
                 yield m.span(1)
     if not hits.isdisjoint(_ASSIGNMENT_TRIGGERS):
