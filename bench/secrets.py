@@ -1,13 +1,13 @@
 """The cost of secret scrubbing per MB of text, on typical and on secret-dense text.
 
-    python -m bench.secrets                 # 4 MB of each, about 10 seconds
+    python -m bench.secrets                 # 4 MB of each, a minute or two
     python -m bench.secrets --mb 16 --json bench/results/secrets.json
 
 *Typical* text is the message text of a generated agent corpus (`bench.generate`:
 prose, identifiers, paths, SQL, hashes, UUIDs, a few fake secrets in tool traffic).
 *Secret-dense* text puts one credential of a common shape (assignments in several
 quoting styles, URLs with passwords, CLI flags, vendor tokens, private keys) in
-every line of about 150 bytes. Both are scrubbed in message-sized pieces, as ingest
+every line of about 60 bytes. Both are scrubbed in message-sized pieces, as ingest
 does; the table gives seconds per MB (UTF-8) and how much of the text the cheap
 keyword pre-check lets through untouched.
 """
@@ -41,7 +41,7 @@ DENSE_LINES = (
 
 def typical_texts(target_bytes: int) -> list[str]:
     """Message texts of a generated corpus, about `target_bytes` of them."""
-    messages = max(500, target_bytes // 600)
+    messages = max(500, target_bytes // 200)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         generate(Config(messages=messages, workspaces=4), out, quiet=True)
