@@ -354,7 +354,7 @@ _WORD_SPLIT = re2.compile(r"[A-Z]?[a-z]+|[A-Z]+(?:[a-z]+)?|[0-9]+")
 #: A key with one of these words makes any literal value a secret.
 STRONG_WORDS = frozenset(
     {
-        "password", "passwd", "passphrase", "passcode", "pwd", "secret", "secrets",
+        "password", "passwd", "passphrase", "passcode", "secret", "secrets",
         "token", "credentials", "apikey", "authtoken", "privatekey", "secretkey",
         "accesskey", "accountkey", "sessiontoken", "clientsecret", "pat",
     }
@@ -371,7 +371,7 @@ STRONG_PAIRS = frozenset(
     }
 )  # fmt: skip
 #: Words that make a key secret-like only when its value also looks random.
-WEAK_WORDS = frozenset({"key", "auth", "credential", "creds", "pass", "signature", "salt"})
+WEAK_WORDS = frozenset({"key", "auth", "credential", "creds", "pass", "pwd", "signature", "salt"})
 #: A key ending in one of these names something *about* a secret, not the secret.
 NOT_SECRET_SUFFIXES = frozenset(
     {

@@ -214,6 +214,7 @@ PROSE = [
     "primary_key = 'id'",
     "keyboard shortcuts: press the key K to continue",
     "east-asia region and the asia-northeast1 zone",
+    "PWD=/work/project OLDPWD=/tmp SHELL=/bin/bash",
 ]
 
 
@@ -420,7 +421,8 @@ def test_the_generic_rule_keeps_identifiers_and_low_entropy_values() -> None:
         ("token_type", "none"),
         ("tokenizer", "none"),
         ("pass", "weak"),
-        ("pwd", "strong"),
+        ("pwd", "weak"),
+        ("db_pwd", "strong"),
         ("cache_key", "weak"),
         ("auth", "weak"),
         ("username", "none"),
