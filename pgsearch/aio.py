@@ -142,7 +142,7 @@ class AsyncPgSearch:
     # --- reading ------------------------------------------------------------------
 
     def provider(self, *, workspace: str, session_id: str | None = None) -> AsyncProvider:
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         return AsyncProvider(self._driver, Scope(workspace=workspace, session_id=session_id))
 
     async def around(

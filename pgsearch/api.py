@@ -54,7 +54,7 @@ def pooled_settings(dsn: str | None, settings: Settings | None, pool_size: int |
 
 
 def forget_unit(workspace: str, session_id: str | None) -> Unit[int]:
-    check_workspace(workspace)
+    workspace = check_workspace(workspace)
     return Unit(
         work=partial(store.forget, workspace, session_id),
         workspace=workspace,
@@ -64,7 +64,7 @@ def forget_unit(workspace: str, session_id: str | None) -> Unit[int]:
 
 
 def sessions_unit(workspace: str, limit: int, offset: int) -> Unit[list[SessionInfo]]:
-    check_workspace(workspace)
+    workspace = check_workspace(workspace)
     return Unit(
         work=partial(store.list_sessions, workspace, limit=limit, offset=offset),
         workspace=workspace,
@@ -83,7 +83,7 @@ def workspaces_unit(settings: Settings) -> Unit[list[str]]:
 
 
 def stats_unit(workspace: str) -> Unit[WorkspaceStats]:
-    check_workspace(workspace)
+    workspace = check_workspace(workspace)
     return Unit(
         work=partial(store.workspace_stats, workspace),
         workspace=workspace,
@@ -145,16 +145,22 @@ class PgSearch:
 
     @staticmethod
     def migrate(
-        dsn: str | None = None, revision: str = "head", *, create: bool = False
+        dsn: str | None = None,
+        revision: str = "head",
+        *,
+        create: bool = False,
+        downgrade: bool = False,
     ) -> str | None:
         """Upgrade the schema of `dsn` (default: settings) to `revision`.
 
         With `create`, the database itself is created first when it does not exist.
+        With `downgrade`, the schema goes down to `revision` instead; a `revision` on
+        the wrong side of the current one is refused with what to run instead.
         """
         target = Settings.from_env().dsn if dsn is None else dsn
         if create:
             migrations.create_database(target)
-        return migrations.migrate(target, revision)
+        return migrations.migrate(target, revision, downgrade=downgrade)
 
     def close(self) -> None:
         """Close the pool (waits for calls in flight to return their connections)."""
@@ -227,7 +233,7 @@ class PgSearch:
 
     def provider(self, *, workspace: str, session_id: str | None = None) -> Provider:
         """A `SessionQuery` whose scope is pinned to `workspace` (and `session_id`)."""
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         return Provider(
             self._engine, self._driver, Scope(workspace=workspace, session_id=session_id)
         )

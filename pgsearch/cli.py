@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import wraps
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from pgsearch import adapters, embedded, policy
 from pgsearch.errors import PgSearchError
 from pgsearch.settings import Settings
+from pgsearch.terminal import json_safe, terminal_safe
 from pgsearch.types import (
     DEFAULT_CONTEXT,
     DEFAULT_EXCERPT_BYTES,
@@ -37,22 +40,61 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _echo(text: str, *, err: bool = False) -> None:
+    """Print text with stored control sequences shown as escapes (`pgsearch.terminal`)."""
+    click.echo(terminal_safe(text), err=err)
+
+
+def _echo_json(data: Any) -> None:
+    """Print `data` as JSON; control, C1 and bidi characters stay JSON escapes."""
+    click.echo(json_safe(json.dumps(data, ensure_ascii=False, indent=2)))
+
+
 def _fail(message: str) -> None:
-    click.echo(f"pgsearch: error: {message}", err=True)
+    _echo(f"pgsearch: error: {message}", err=True)
     sys.exit(1)
 
 
+def _broken_pipe() -> NoReturn:
+    """The reader of our output went away (``pgsearch search ... | head -1``).
+
+    End the way a well-behaved Unix filter does (``seq``, ``grep``, ``cat``): killed
+    by SIGPIPE, which a shell reports as status 141 and does not complain about, and
+    without a traceback. By the time this runs the command's database connection
+    has been closed by the unwinding ``with`` block. Where there is no SIGPIPE
+    (Windows), exit with the same status, 128 + 13.
+    """
+    # Nothing more may be written: anything still buffered would fail again at exit.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
+    sys.exit(BROKEN_PIPE_STATUS)
+
+
+#: 128 + SIGPIPE: what a shell reports for a writer whose reader closed the pipe.
+BROKEN_PIPE_STATUS = 141
+
+
 def handle_errors(fn: F) -> F:
-    """Map `PgSearchError` to one line on stderr and exit status 1."""
+    """Map `PgSearchError` to one line on stderr and exit status 1; a closed pipe
+    to the conventional SIGPIPE ending."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            # Flush here, not at interpreter exit, where a closed pipe cannot be handled.
+            sys.stdout.flush()
+            return result
+        except BrokenPipeError:
+            _broken_pipe()
         except PgSearchError as exc:
             _fail(str(exc))
         except KeyboardInterrupt:
-            click.echo("pgsearch: interrupted", err=True)
+            _echo("pgsearch: interrupted", err=True)
             sys.exit(130)
 
     return wrapper  # type: ignore[return-value]
@@ -152,14 +194,19 @@ def _time(value: str | None, name: str) -> datetime | None:
 @main.command()
 @click.option("--revision", default="head", show_default=True, help="Target revision.")
 @click.option("--create", is_flag=True, help="Create the database first if it does not exist.")
+@click.option(
+    "--downgrade",
+    is_flag=True,
+    help="Go down to --revision (dropping what later revisions added).",
+)
 @pass_ctx
 @handle_errors
-def migrate(ctx: Context, revision: str, create: bool) -> None:
+def migrate(ctx: Context, revision: str, create: bool, downgrade: bool) -> None:
     """Create or upgrade the pgsearch schema (run this in deploys)."""
     from pgsearch.api import PgSearch
 
-    current = PgSearch.migrate(ctx.settings().dsn, revision, create=create)
-    click.echo(f"schema at revision {current}")
+    current = PgSearch.migrate(ctx.settings().dsn, revision, create=create, downgrade=downgrade)
+    _echo(f"schema at revision {current}")
 
 
 @main.command()
@@ -249,7 +296,7 @@ def ingest(
             if result.error is not None:
                 errors.append(str(result.error))
                 if not show:
-                    click.echo(f"pgsearch: error: {result.error}", err=True)
+                    _echo(f"pgsearch: error: {result.error}", err=True)
 
         if show:
             with click.progressbar(length=len(files), label="ingesting", file=sys.stderr) as bar:
@@ -267,7 +314,7 @@ def ingest(
                     workspace_from_cwd=workspace_from_cwd,
                 )
             for line in errors:
-                click.echo(f"pgsearch: error: {line}", err=True)
+                _echo(f"pgsearch: error: {line}", err=True)
         else:
             report = pg.ingest_paths(
                 files,
@@ -277,7 +324,7 @@ def ingest(
                 format=fmt,
                 workspace_from_cwd=workspace_from_cwd,
             )
-    click.echo(report.summary())
+    _echo(report.summary())
     if report.errors:
         sys.exit(1)
 
@@ -401,16 +448,16 @@ def search(
             if result.trace is not None:
                 data["plan"] = result.trace.to_json()
             data["explain"] = list(result.explain)
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        _echo_json(data)
         return
     if explain:
         if result.trace is not None:
-            click.echo(result.trace.describe())
-            click.echo("")
+            _echo(result.trace.describe())
+            _echo("")
         for statement in result.explain:
-            click.echo(statement)
-            click.echo("")
-    click.echo(_render_result(result, workspace))
+            _echo(statement)
+            _echo("")
+    _echo(_render_result(result, workspace))
 
 
 def _render_window(window: Window) -> str:
@@ -422,7 +469,9 @@ def _render_window(window: Window) -> str:
             f"{mark} seq={m.seq} {m.kind} role={m.role}{tool} turn={m.turn} "
             f"{m.created_at.isoformat(timespec='seconds')}"
         )
-        for text_line in m.content.splitlines() or [""]:
+        # Only newlines break lines: splitlines() would also obey \v, \f, \x1c-\x1e,
+        # U+0085 and U+2028 from the log, which are shown escaped instead.
+        for text_line in m.content.replace("\r\n", "\n").split("\n"):
             lines.append(f"   {text_line}")
     if window.next_seq is not None:
         lines.append(f"more: --seq {window.next_seq}")
@@ -462,11 +511,10 @@ def around(
         window = pg.around(
             workspace=workspace, session_id=session_id, seq=seq, before=before, after=after
         )
-    click.echo(
-        json.dumps(window.to_json(), ensure_ascii=False, indent=2)
-        if as_json
-        else _render_window(window)
-    )
+    if as_json:
+        _echo_json(window.to_json())
+    else:
+        _echo(_render_window(window))
 
 
 @main.command()
@@ -499,11 +547,10 @@ def messages(
         window = pg.session_messages(
             workspace=workspace, session_id=session_id, start_seq=start_seq, limit=limit
         )
-    click.echo(
-        json.dumps(window.to_json(), ensure_ascii=False, indent=2)
-        if as_json
-        else _render_window(window)
-    )
+    if as_json:
+        _echo_json(window.to_json())
+    else:
+        _echo(_render_window(window))
 
 
 @main.command()
@@ -525,13 +572,13 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
     with ctx.open() as pg:
         rows = pg.sessions(workspace=workspace, limit=limit, offset=offset)
     if as_json:
-        click.echo(json.dumps([s.to_json() for s in rows], ensure_ascii=False, indent=2))
+        _echo_json([s.to_json() for s in rows])
         return
     if not rows:
-        click.echo(f"no sessions in workspace {workspace!r}")
+        _echo(f"no sessions in workspace {workspace!r}")
     for s in rows:
         when = s.updated_at.isoformat(timespec="seconds") if s.updated_at else "-"
-        click.echo(f"{s.session_id}\t{s.message_count} messages\t{when}\t{s.title or ''}")
+        _echo(f"{s.session_id}\t{s.message_count} messages\t{when}\t{s.title or ''}")
 
 
 @main.command()
@@ -553,7 +600,7 @@ def forget(ctx: Context, workspace: str, session_id: str | None, yes: bool) -> N
     with ctx.open() as pg:
         count = pg.forget(workspace=workspace, session_id=session_id)
     what = f"session {session_id!r}" if session_id else f"workspace {workspace!r}"
-    click.echo(f"forgot {what}: {count} messages deleted")
+    _echo(f"forgot {what}: {count} messages deleted")
 
 
 def _size(num: int) -> str:
@@ -578,17 +625,15 @@ def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
         sizes = pg.table_sizes()
     if as_json:
         data = {"workspaces": [s.to_json() for s in per], "tables": [t.to_json() for t in sizes]}
-        click.echo(json.dumps(data, indent=2))
+        _echo_json(data)
         return
-    click.echo("workspace\tsessions\tmessages\tindexed\tvocabulary")
+    _echo("workspace\tsessions\tmessages\tindexed\tvocabulary")
     for s in per:
-        click.echo(
-            f"{s.workspace_id}\t{s.sessions}\t{s.messages}\t{s.indexed_messages}\t{s.vocabulary}"
-        )
-    click.echo("")
-    click.echo("table\ttable size\tindex size")
+        _echo(f"{s.workspace_id}\t{s.sessions}\t{s.messages}\t{s.indexed_messages}\t{s.vocabulary}")
+    _echo("")
+    _echo("table\ttable size\tindex size")
     for t in sizes:
-        click.echo(f"{t.table}\t{_size(t.table_bytes)}\t{_size(t.index_bytes)}")
+        _echo(f"{t.table}\t{_size(t.table_bytes)}\t{_size(t.index_bytes)}")
 
 
 @main.command("mcp")
@@ -629,11 +674,12 @@ def mcp_command(ctx: Context, dsn: str | None, workspace: str, session_id: str |
     show_default=True,
     help="Tool definition format of the host.",
 )
+@handle_errors
 def tool_schema(fmt: str) -> None:
     """Print the session tools' names, descriptions and JSON schemas."""
     from pgsearch import tools
 
-    click.echo(json.dumps(tools.tool_definitions(fmt), ensure_ascii=False, indent=2))
+    _echo_json(tools.tool_definitions(fmt))
 
 
 def _watch(
@@ -674,24 +720,22 @@ def _watch(
 
             def note(result: FileResult) -> None:
                 if result.error is not None:
-                    click.echo(f"pgsearch: error: {result.error}", err=True)
+                    _echo(f"pgsearch: error: {result.error}", err=True)
                 elif not quiet and (result.messages or result.rewritten):
                     what = " (rewritten: re-read whole)" if result.rewritten else ""
-                    click.echo(
+                    _echo(
                         f"{result.path}: +{result.messages} messages{what} "
                         f"[workspace {result.workspace}]"
                     )
 
             watcher = Watcher(ingest_one, paths, interval=interval, on_file=note)
             if not quiet:
-                click.echo(
-                    f"watching {', '.join(paths)} every {interval:g}s; Ctrl-C stops", err=True
-                )
+                _echo(f"watching {', '.join(paths)} every {interval:g}s; Ctrl-C stops", err=True)
             stats = watcher.run()
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
-    click.echo(f"stopped: {stats.summary()}")
+    _echo(f"stopped: {stats.summary()}")
 
 
 # --- the embedded server and the doctor -----------------------------------------------
@@ -720,12 +764,12 @@ def server_start(ctx: Context) -> None:
         embedded.open_migrated(Settings.from_env(dsn=lease.dsn)).close()
         srv.pin(True)
     state = srv.status()
-    click.echo(
+    _echo(
         f"embedded PostgreSQL {state.version} running (PID {state.pid}), data in {state.data}; "
         "it stays up until `pgsearch server stop`"
     )
     if not ctx.uses_embedded:
-        click.echo(
+        _echo(
             "note: a server is configured (--dsn, PGSEARCH_DSN or PG*), so commands use "
             "that one, not this",
             err=True,
@@ -739,12 +783,12 @@ def server_stop() -> None:
     users = _embedded_server().stop()
     if users:
         pids = ", ".join(str(u.pid) for u in users)
-        click.echo(
+        _echo(
             f"still in use by {len(users)} command(s) (PID {pids}); it stops when the "
             "last one finishes"
         )
     else:
-        click.echo("embedded server stopped")
+        _echo("embedded server stopped")
 
 
 @server.command("status")
@@ -754,7 +798,7 @@ def server_status(as_json: bool) -> None:
     """Whether the embedded server runs, who uses it, where its data is (exit 3: stopped)."""
     state = _embedded_server().status()
     if as_json:
-        click.echo(
+        _echo(
             json.dumps(
                 {
                     "home": str(state.home),
@@ -772,15 +816,15 @@ def server_status(as_json: bool) -> None:
         )
     else:
         running = f"running (PID {state.pid})" if state.running else "stopped"
-        click.echo(f"embedded PostgreSQL {state.version}: {running}")
-        click.echo(f"data: {state.data}" + ("" if state.initialised else " (not initialised)"))
-        click.echo(f"connection: {state.dsn}")
+        _echo(f"embedded PostgreSQL {state.version}: {running}")
+        _echo(f"data: {state.data}" + ("" if state.initialised else " (not initialised)"))
+        _echo(f"connection: {state.dsn}")
         kept = (
             "kept running (pgsearch server start)" if state.pinned else "stops with its last user"
         )
-        click.echo(f"lifetime: {kept}")
+        _echo(f"lifetime: {kept}")
         users = ", ".join(f"{u.pid} ({u.command})" for u in state.users) or "none"
-        click.echo(f"users: {users}")
+        _echo(f"users: {users}")
     if not state.running:
         sys.exit(3)
 
@@ -814,7 +858,7 @@ def doctor(ctx: Context, as_json: bool) -> None:
     facts = diagnose.inspect(dsn)
     problems = early + facts.problems()
     if as_json:
-        click.echo(
+        _echo(
             json.dumps(
                 {
                     "server": source,
@@ -844,10 +888,10 @@ def doctor(ctx: Context, as_json: bool) -> None:
             )
         )
     else:
-        click.echo(f"server: {where}")
-        click.echo(f"version: PostgreSQL {facts.version}")
-        click.echo(f"database: {facts.database} (user {facts.user})")
-        click.echo(
+        _echo(f"server: {where}")
+        _echo(f"version: PostgreSQL {facts.version}")
+        _echo(f"database: {facts.database} (user {facts.user})")
+        _echo(
             f"locale: encoding {facts.encoding}, collation {facts.collate} "
             f"({facts.locale_provider}), ctype {facts.ctype}"
         )
@@ -857,18 +901,16 @@ def doctor(ctx: Context, as_json: bool) -> None:
             else f"{e.name} (not installed{'' if e.available else ', not available'})"
             for e in facts.extensions
         )
-        click.echo(f"extensions: {exts}")
+        _echo(f"extensions: {exts}")
         current = (
             "current" if facts.revision == facts.head_revision else f"needs {facts.head_revision}"
         )
-        click.echo(f"schema: revision {facts.revision or 'none'} ({current})")
+        _echo(f"schema: revision {facts.revision or 'none'} ({current})")
         sizes = "; ".join(f"{t} {_size(tb)} + {_size(ib)} indexes" for t, tb, ib in facts.tables)
-        click.echo(
-            f"size: database {_size(facts.database_bytes)}" + (f"; {sizes}" if sizes else "")
-        )
+        _echo(f"size: database {_size(facts.database_bytes)}" + (f"; {sizes}" if sizes else ""))
         for problem in problems:
-            click.echo(f"problem: {problem}")
+            _echo(f"problem: {problem}")
         if not problems:
-            click.echo("no problems found")
+            _echo("no problems found")
     if problems:
         sys.exit(1)

@@ -408,7 +408,7 @@ class Ingestor:
         workspace_from_cwd: bool = False,
     ) -> tuple[str, Path, Path]:
         """`ingest_file`'s checks: the workspace, the path as given and its real path."""
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         check_format(format)
         given = Path(path)
         real = confine(given, roots)
@@ -450,7 +450,7 @@ class Ingestor:
         worker starts from a snapshot of the file records; a file whose record changed
         meanwhile is prepared again inside its transaction.
         """
-        check_workspace(workspace)
+        workspace = check_workspace(workspace)
         check_format(format)
         report = IngestReport()
         files: list[tuple[Path, Path | IngestError]] = []
@@ -555,9 +555,16 @@ class Ingestor:
         self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]
     ) -> Unit[int]:
         """The unit that appends messages to a session (searchable once it committed)."""
-        check_workspace(workspace)
-        if not session_id or len(session_id) > MAX_ID_CHARS:
-            raise IngestError(f"session_id must be 1 to {MAX_ID_CHARS} characters")
+        workspace = check_workspace(workspace)
+        if not isinstance(session_id, str) or not 0 < len(session_id) <= MAX_ID_CHARS:
+            raise IngestError(
+                f"session_id must be a string of 1 to {MAX_ID_CHARS} characters, "
+                f"got {session_id!r:.80}"
+            )
+        if isinstance(messages, str | bytes | dict) or not isinstance(messages, Sequence):
+            raise IngestError(
+                f"messages must be a list of message objects, got {type(messages).__name__}"
+            )
         entries: list[Entry] = []
         calls: dict[str, str] = {}
         for i, obj in enumerate(messages):

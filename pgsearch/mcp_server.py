@@ -14,7 +14,11 @@ Nothing but protocol messages may reach stdout; logs go to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import json
+import re
+import sys
 from typing import Any
 
 from pgsearch import __version__, tools
@@ -87,14 +91,107 @@ def build_server(provider: ScopedProvider) -> Any:
     )
 
 
+#: An escaped UTF-16 surrogate in a JSON line (paired or not; json tells which).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def lone_surrogate_refusal(line: str) -> dict[str, Any] | None:
+    """The JSON-RPC error for a request line holding an escaped lone surrogate.
+
+    Such a line is valid JSON but not valid Unicode, and the SDK's parser drops it
+    without a reply, leaving the client waiting forever. Returns None for every
+    other line (which goes to the SDK as it is), and for a notification, which
+    gets no reply.
+    """
+    if not _SURROGATE_ESCAPE.search(line):
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None  # not JSON at all: the SDK's own handling applies
+    if not _holds_lone_surrogate(message):
+        return None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        return {}  # nothing to answer (a notification): dropped
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {
+            "code": INVALID_REQUEST,
+            "message": "invalid request: a string holds an escaped lone surrogate "
+            "(such as \\ud800), which is not valid Unicode",
+        },
+    }
+
+
+#: JSON-RPC's "Invalid Request" error code.
+INVALID_REQUEST = -32600
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_holds_lone_surrogate(k) or _holds_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_lone_surrogate(v) for v in value)
+    return False
+
+
 def serve_stdio(provider: ScopedProvider) -> None:
-    """Serve `provider`'s tools over stdin/stdout until the client disconnects."""
+    """Serve `provider`'s tools over stdin/stdout until the client disconnects.
+
+    Standard input is read here rather than by the SDK, line by line, so that a
+    request the SDK would drop unanswered (`lone_surrogate_refusal`) gets a
+    JSON-RPC error instead; every other line reaches the SDK unchanged.
+    """
     server = build_server(provider)
+    import io
+
     import anyio
+    import mcp.types as types
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    class _Unowned(io.TextIOWrapper):
+        """Closing this text layer leaves the process's stdin open."""
+
+        def close(self) -> None:
+            with contextlib.suppress(ValueError):
+                self.detach()
+
+    stdin = anyio.wrap_file(_Unowned(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    refusals_in, refusals_out = anyio.create_memory_object_stream[dict[str, Any]](16)
+
+    class _ScreenedLines:
+        def __aiter__(self) -> Any:
+            return self._lines()
+
+        async def _lines(self) -> Any:
+            async with refusals_in:
+                async for line in stdin:
+                    refusal = lone_surrogate_refusal(line)
+                    if refusal is None:
+                        yield line
+                    elif refusal:
+                        await refusals_in.send(refusal)
+
+    async def answer_refusals(write_stream: Any) -> None:
+        async with refusals_out:
+            async for refusal in refusals_out:
+                error = types.JSONRPCError.model_validate(refusal)
+                await write_stream.send(SessionMessage(error))
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with stdio_server(stdin=_ScreenedLines()) as (read_stream, write_stream):  # type: ignore[arg-type]
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(answer_refusals, write_stream)
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+                tg.cancel_scope.cancel()
 
     anyio.run(main)

@@ -9,10 +9,10 @@ an excerpt.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Final
 
+from pgsearch import secrets
 from pgsearch.settings import IndexPolicy
 
 USER_TEXT = "user_text"
@@ -49,61 +49,9 @@ def is_tool_error(content: str, *, marked: bool = False) -> bool:
     return "permission denied" in content.lower()
 
 
-_SECRET_PATTERNS = [
-    # Authorization headers: whatever credential follows the scheme.
-    re.compile(r"(?i)(?:(?<=authorization:)|(?<=authorization: ))(?:bearer|basic|token)\s+\S+"),
-    # Bearer tokens elsewhere. "token validation" and "basic configuration" are prose:
-    # the credential must look random (a digit, a symbol, or a lower-to-upper change).
-    re.compile(
-        r"\b(?i:bearer|basic|token)\s+"
-        r"(?=[A-Za-z0-9._~+/=\-]*(?:[0-9_~+/=]|[a-z][A-Z]))[A-Za-z0-9._~+/=\-]{8,}"
-    ),
-    # OpenAI / Anthropic style keys (sk-..., sk-proj-..., sk-ant-...).
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
-    # AWS access key ids and secret assignments.
-    re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
-    re.compile(r"(?i)aws_secret_access_key\s*[=:]\s*\S+"),
-    # GitHub, GitLab, Slack, Google tokens.
-    re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
-    re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"),
-    # JSON web tokens.
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    # PEM private key blocks (an unterminated one is scrubbed to the end).
-    re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-        re.DOTALL,
-    ),
-    # Passwords in URLs: scheme://user:password@host.
-    re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),
-    # password=..., api_key: ..., secret="..." assignments.
-    re.compile(
-        r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
-        r"\b(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
-    ),
-]
-
-
-# Every secret pattern contains one of these (lower-cased); text without any skips the
-# full pattern set, which is most text.
-_SECRET_TRIGGERS = (
-    "bearer", "basic", "token", "sk-", "akia", "asia", "agpa", "aida", "aroa", "aws_secret",
-    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat", "glpat-", "xox", "aiza", "eyj",
-    "private key", "://", "passw", "pwd", "secret", "api",
-)  # fmt: skip
-
-
 def scrub_secrets(text: str) -> str:
-    """`text` with secret-looking strings replaced by ``[redacted]``."""
-    if not text:
-        return text
-    lowered = text.lower()
-    if not any(trigger in lowered for trigger in _SECRET_TRIGGERS):
-        return text
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub("[redacted]", text)
-    return text
+    """`text` with secret-looking strings replaced by ``[redacted]`` (`pgsearch.secrets`)."""
+    return secrets.scrub(text)
 
 
 def indexable_text(

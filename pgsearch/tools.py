@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -338,7 +339,8 @@ def check_arguments(name: str, arguments: Mapping[str, Any], scope: Scope) -> di
     # Not part of any schema, but a model may still send it: refuse another workspace
     # explicitly rather than as an unknown field, so the reason is clear.
     workspace = args.pop("workspace_id", None)
-    if workspace is not None and workspace != scope.workspace:
+    same = isinstance(workspace, str) and unicodedata.normalize("NFC", workspace) == scope.workspace
+    if workspace is not None and not same:
         raise ScopeError(
             f"this tool is bound to workspace {scope.workspace!r}; "
             f"it cannot reach workspace {workspace!r}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 
 from pgsearch import policy
@@ -14,19 +15,39 @@ MAX_WORKSPACE_CHARS = 200
 
 
 def check_workspace(workspace: str) -> str:
-    """`workspace` if it is a usable workspace id, else `ConfigError`."""
+    """`workspace` in Unicode NFC if it is a usable workspace id, else `ConfigError`.
+
+    ``café`` typed as one code point or as ``e`` plus a combining accent is the same
+    workspace: ids are compared, stored and bound in NFC. Control characters (C0,
+    C1, DEL), format characters (bidirectional overrides and isolates, zero-width
+    characters, the BOM) and line or paragraph separators are refused: they make
+    two ids that look alike differ, or an id display as something it is not.
+    """
     if not isinstance(workspace, str) or not workspace.strip():
         raise ConfigError("a workspace id must be a non-empty string")
-    if len(workspace) > MAX_WORKSPACE_CHARS or any(ord(c) < 32 for c in workspace):
-        raise ConfigError(
-            f"workspace id must be at most {MAX_WORKSPACE_CHARS} printable characters"
-        )
     if not workspace.isascii():
         try:
             workspace.encode("utf-8")
         except UnicodeEncodeError:  # e.g. undecodable bytes in a command-line argument
             raise ConfigError("workspace id must be valid Unicode (UTF-8)") from None
+        workspace = unicodedata.normalize("NFC", workspace)
+    for position, char in enumerate(workspace):
+        if char.isascii() and char.isprintable():
+            continue
+        if unicodedata.category(char) in _REFUSED_CATEGORIES:
+            raise ConfigError(
+                f"workspace id must not contain control, format or bidirectional "
+                f"characters (U+{ord(char):04X} {unicodedata.name(char, 'control')} "
+                f"at position {position})"
+            )
+    if len(workspace) > MAX_WORKSPACE_CHARS:
+        raise ConfigError(f"workspace id must be at most {MAX_WORKSPACE_CHARS} characters")
     return workspace
+
+
+#: Unicode categories a workspace id may not contain: controls, format characters
+#: (bidi controls, zero-width characters, BOM), line and paragraph separators.
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 
 def check_key(name: str, value: object, *, max_chars: int = MAX_ID_CHARS) -> str:

@@ -27,7 +27,7 @@ def _non_negative(name: str, value: object) -> None:
 
 def around(workspace: str, session_id: str, seq: int, before: int, after: int) -> Unit[Window]:
     """Messages around (session, seq): the anchor always included, at most 16 in all."""
-    check_workspace(workspace)
+    workspace = check_workspace(workspace)
     check_key("session_id", session_id)
     for name, value in (("seq", seq), ("before", before), ("after", after)):
         _non_negative(name, value)
@@ -51,7 +51,7 @@ def around(workspace: str, session_id: str, seq: int, before: int, after: int) -
 
 def page(workspace: str, session_id: str, start_seq: int, limit: int) -> Unit[Window]:
     """One page of a session's messages from `start_seq`; `next_seq` continues."""
-    check_workspace(workspace)
+    workspace = check_workspace(workspace)
     check_key("session_id", session_id)
     if isinstance(start_seq, bool) or not isinstance(start_seq, int) or start_seq < 0:
         raise InvalidQuery("start_seq must be a non-negative integer")

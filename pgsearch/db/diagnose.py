@@ -32,8 +32,8 @@ FROM pg_available_extensions a LEFT JOIN pg_extension e ON e.extname = a.name
 WHERE a.name = ANY(%(names)s::text[])
 ORDER BY a.name
 """
-HAS_VERSION_TABLE: LiteralString = "SELECT to_regclass('alembic_version') IS NOT NULL"
-REVISION: LiteralString = "SELECT string_agg(version_num, ', ') FROM alembic_version"
+HAS_VERSION_TABLE: LiteralString = "SELECT to_regclass('pgsearch_alembic_version') IS NOT NULL"
+REVISION: LiteralString = "SELECT string_agg(version_num, ', ') FROM pgsearch_alembic_version"
 # pg_trgm takes its letters from LC_CTYPE: under the C locale "é" yields no trigram.
 TRIGRAMS_SEE_ACCENTS: LiteralString = "SELECT cardinality(show_trgm('ééé')) > 0"
 

@@ -43,19 +43,19 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from pgsearch.db.connector import (
     _TRANSIENT,
-    HEAD_REVISION,
-    MIGRATE_HINT,
+    LEGACY_VERSION_TABLE,
+    VERSION_TABLE,
     _first_line,
+    raise_unless_current,
     wrap_errors,
 )
-from pgsearch.db.dsn import redact_dsn
+from pgsearch.db.dsn import redact_dsn, redact_message
 from pgsearch.db.routing import PRIMARY, Choice, Intent, PrimaryRouter, Router
 from pgsearch.db.work import ProtocolError, Query, Results, Statement, Step, Unit, Work
 from pgsearch.errors import (
     ConfigError,
     OutcomeUnknown,
     PgSearchError,
-    SchemaOutOfDate,
     StoreError,
     StoreUnavailable,
 )
@@ -102,13 +102,24 @@ _COMMIT_LSN: Statement[str] = Statement(
 )
 
 _PROBE = """
-SELECT to_regclass('alembic_version') IS NOT NULL,
+SELECT to_regclass('pgsearch_alembic_version') IS NOT NULL,
+       to_regclass('alembic_version') IS NOT NULL,
        CASE WHEN to_regclass('messages') IS NULL THEN false
             ELSE row_security_active('messages') END,
        current_user::text,
        EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
 """
-_VERSIONS = "SELECT version_num FROM alembic_version"
+_OWN_VERSIONS = "SELECT version_num FROM pgsearch_alembic_version"
+_LEGACY_VERSIONS = "SELECT version_num FROM alembic_version"
+assert VERSION_TABLE in _PROBE and VERSION_TABLE in _OWN_VERSIONS
+assert LEGACY_VERSION_TABLE in _LEGACY_VERSIONS
+
+
+def _versions_query(row: Sequence[Any]) -> LiteralString | None:
+    """Where the probed database records its revision (pgsearch's table first)."""
+    if row[0]:
+        return _OWN_VERSIONS
+    return _LEGACY_VERSIONS if row[1] else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -420,15 +431,10 @@ class _Core:
 
     def _probe_result(self, row: Sequence[Any], versions: list[str] | None) -> None:
         """Refuse a database this pgsearch cannot serve (schema, row level security)."""
-        has_schema, active, role, citus = bool(row[0]), bool(row[1]), str(row[2]), bool(row[3])
-        if not has_schema:
-            raise SchemaOutOfDate(f"the database has no pgsearch schema; {MIGRATE_HINT}")
-        if versions is not None and versions != [HEAD_REVISION]:
-            found = ", ".join(versions) or "none"
-            raise SchemaOutOfDate(
-                f"the database schema is at revision {found}, this pgsearch needs "
-                f"{HEAD_REVISION}; {MIGRATE_HINT}"
-            )
+        own, legacy = bool(row[0]), bool(row[1])
+        active, role, citus = bool(row[2]), str(row[3]), bool(row[4])
+        if versions is not None or not (own or legacy):
+            raise_unless_current(versions or [], own=own, legacy=legacy)
         if active and not self.config.rls:
             raise ConfigError(
                 f"role {role!r} is subject to pgsearch's row level security policies; "
@@ -442,6 +448,17 @@ class _Core:
                 role,
             )
         self.citus = citus
+
+
+@contextmanager
+def _connecting(target: str, dsn: str) -> Iterator[None]:
+    """`wrap_errors` for a first connection: libpq may quote words of a malformed
+    connection string (a password among them) back in its error."""
+    try:
+        with wrap_errors(f"cannot connect to {target}"):
+            yield
+    except PgSearchError as exc:
+        raise type(exc)(redact_message(str(exc), dsn)) from exc.__cause__
 
 
 def _explain(statement: Statement[Any]) -> Statement[Any]:
@@ -593,18 +610,19 @@ class Driver(_Core):
         driver = cls(router, config or DriverConfig())
         dsn = router.nodes[PRIMARY]
         target = redact_dsn(dsn) or "the default PostgreSQL"
-        with wrap_errors(f"cannot connect to {target}"):
+        with _connecting(target, dsn):
             probe = psycopg.connect(dsn, **driver._pool_kwargs(dsn))
         with probe, wrap_errors("checking the schema"):
             row = probe.execute(_PROBE).fetchone()
             assert row is not None
             versions = None
-            if check_schema and row[0]:
-                versions = [str(r[0]) for r in probe.execute(_VERSIONS).fetchall()]
+            query = _versions_query(row)
+            if check_schema and query is not None:
+                versions = [str(r[0]) for r in probe.execute(query).fetchall()]
             if check_schema:
                 driver._probe_result(row, versions)
             else:
-                driver.citus = bool(row[3])
+                driver.citus = bool(row[4])
         for name, node_dsn in router.nodes.items():
             driver._pools[name] = driver._make_pool(name, node_dsn)
         return driver
@@ -1030,7 +1048,7 @@ class AsyncDriver(_Core):
         driver = cls(router, config or DriverConfig())
         dsn = router.nodes[PRIMARY]
         target = redact_dsn(dsn) or "the default PostgreSQL"
-        with wrap_errors(f"cannot connect to {target}"):
+        with _connecting(target, dsn):
             probe = await psycopg.AsyncConnection.connect(dsn, **driver._pool_kwargs(dsn))
         async with probe:
             with wrap_errors("checking the schema"):
@@ -1038,13 +1056,14 @@ class AsyncDriver(_Core):
                 row = await cur.fetchone()
                 assert row is not None
                 versions = None
-                if check_schema and row[0]:
-                    cur = await probe.execute(_VERSIONS)
+                query = _versions_query(row)
+                if check_schema and query is not None:
+                    cur = await probe.execute(query)
                     versions = [str(r[0]) for r in await cur.fetchall()]
             if check_schema:
                 driver._probe_result(row, versions)
             else:
-                driver.citus = bool(row[3])
+                driver.citus = bool(row[4])
         for name, node_dsn in router.nodes.items():
             pool: AsyncConnectionPool[AsyncConnection] = AsyncConnectionPool(
                 node_dsn,

@@ -20,18 +20,24 @@ from psycopg import sql
 from pgsearch.db.connector import (
     _TRANSIENT,
     HEAD_REVISION,
+    LEGACY_VERSION_TABLE,
     MIGRATE_HINT,
+    UPGRADE_HINT,
+    VERSION_TABLE,
     _first_line,
     connect,
     wrap_errors,
 )
-from pgsearch.errors import PgSearchError, StoreError
+from pgsearch.db.dsn import redact_dsn, redact_message
+from pgsearch.errors import ConfigError, PgSearchError, SchemaOutOfDate, StoreError
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "HEAD_REVISION",
     "MIGRATE_HINT",
+    "VERSION_TABLE",
+    "adopt_legacy_version_table",
     "create_database",
     "make_engine",
     "migrate",
@@ -69,6 +75,104 @@ def _alembic_config(connection: Any) -> Any:
     return cfg
 
 
+def _script(cfg: Any | None = None) -> Any:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    if cfg is None:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(migrations_dir()))
+    return ScriptDirectory.from_config(cfg)
+
+
+def adopt_legacy_version_table(connection: Any) -> bool:
+    """Rename an earlier pgsearch's ``alembic_version`` to `VERSION_TABLE`.
+
+    Only when pgsearch's own table is absent and every revision recorded in
+    ``alembic_version`` is one of pgsearch's scripts: another application's
+    table is never touched. Returns True when the table was renamed (committed).
+    Instances of the earlier pgsearch still running then report a missing schema
+    until they are replaced, as after any migration.
+    """
+    from sqlalchemy import text
+
+    own, legacy = connection.execute(
+        text("SELECT to_regclass(:own) IS NOT NULL, to_regclass(:legacy) IS NOT NULL"),
+        {"own": VERSION_TABLE, "legacy": LEGACY_VERSION_TABLE},
+    ).one()
+    if own or not legacy:
+        connection.commit()
+        return False
+    versions = {
+        str(v)
+        for (v,) in connection.execute(text(f"SELECT version_num FROM {LEGACY_VERSION_TABLE}"))
+    }
+    known = {r.revision for r in _script().walk_revisions()}
+    if not versions or not versions <= known:
+        connection.commit()
+        return False
+    connection.execute(text(f"ALTER TABLE {LEGACY_VERSION_TABLE} RENAME TO {VERSION_TABLE}"))
+    renamed = connection.execute(
+        text("SELECT 1 FROM pg_constraint WHERE conname = :old AND conrelid = to_regclass(:table)"),
+        {"old": f"{LEGACY_VERSION_TABLE}_pkc", "table": VERSION_TABLE},
+    ).first()
+    if renamed:
+        connection.execute(
+            text(
+                f"ALTER TABLE {VERSION_TABLE} RENAME CONSTRAINT "
+                f"{LEGACY_VERSION_TABLE}_pkc TO {VERSION_TABLE}_pkc"
+            )
+        )
+    connection.commit()
+    log.info("renamed %s to %s", LEGACY_VERSION_TABLE, VERSION_TABLE)
+    return True
+
+
+def _check_direction(script: Any, current: str | None, target: str, *, downgrade: bool) -> None:
+    """Refuse a target on the wrong side of `current` for the requested direction.
+
+    Alembic's upgrade to an earlier revision, or downgrade to a later one, does
+    nothing and reports success; here it is an error saying what to run instead.
+    """
+    if current is not None:
+        try:
+            script.get_revision(current)
+        except Exception:
+            raise SchemaOutOfDate(
+                f"the database schema is at revision {current}, which this pgsearch does "
+                f"not know (it knows revisions up to {HEAD_REVISION}); {UPGRADE_HINT}"
+            ) from None
+    if target in ("head", "heads") and not downgrade:
+        return
+    if target == "base":
+        if not downgrade and current is not None:
+            raise ConfigError(
+                f"the schema is at revision {current}; to remove it run "
+                "`pgsearch migrate --revision base --downgrade` (this drops every table)"
+            )
+        return
+    try:
+        wanted = script.get_revision(target)
+    except Exception as exc:
+        raise ConfigError(f"unknown revision {target!r}: {_first_line(exc)}") from None
+    if wanted is None:
+        raise ConfigError(f"unknown revision {target!r}")
+    below = set()
+    if current is not None:
+        below = {r.revision for r in script.iterate_revisions(current, "base")}
+    if not downgrade and wanted.revision in below and wanted.revision != current:
+        raise ConfigError(
+            f"the schema is at revision {current}, later than {wanted.revision}; "
+            f"`pgsearch migrate --revision {wanted.revision} --downgrade` downgrades it "
+            "(dropping what later revisions added)"
+        )
+    if downgrade and wanted.revision not in below:
+        raise ConfigError(
+            f"the schema is at revision {current or 'base'}, not later than "
+            f"{wanted.revision}; run `pgsearch migrate --revision {wanted.revision}` to upgrade"
+        )
+
+
 #: Serialises concurrent `pgsearch migrate` runs against one database.
 _MIGRATE_LOCK = 7_263_641_122
 #: How long a migration waits for a table lock before its revision starts over.
@@ -94,6 +198,12 @@ def migrate(dsn: str, revision: str = "head", *, downgrade: bool = False) -> str
             try:
                 conn.execute(text(f"SET lock_timeout = {MIGRATE_LOCK_TIMEOUT_MS}"))
                 conn.commit()
+                adopt_legacy_version_table(conn)
+                before = MigrationContext.configure(
+                    conn, opts={"version_table": VERSION_TABLE}
+                ).get_current_revision()
+                conn.commit()
+                _check_direction(_script(), before, revision, downgrade=downgrade)
                 deadline = time.monotonic() + MIGRATE_PATIENCE_S
                 while True:
                     try:
@@ -114,14 +224,16 @@ def migrate(dsn: str, revision: str = "head", *, downgrade: bool = False) -> str
                         conn.rollback()
                         log.info("migration waiting for busy tables: %s", _first_line(exc))
                         time.sleep(random.uniform(0.05, 0.5))
-                current: str | None = MigrationContext.configure(conn).get_current_revision()
+                current: str | None = MigrationContext.configure(
+                    conn, opts={"version_table": VERSION_TABLE}
+                ).get_current_revision()
             finally:
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATE_LOCK})
                 conn.commit()
     except Exception as exc:
         if isinstance(exc, PgSearchError):
             raise
-        raise StoreError(f"migrating: {_first_line(exc)}") from exc
+        raise StoreError(f"migrating: {redact_message(_first_line(exc), dsn)}") from exc
     finally:
         engine.dispose()
     return current
@@ -136,7 +248,12 @@ def create_database(dsn: str) -> bool:
     """
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    params = conninfo_to_dict(dsn)
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        raise ConfigError(
+            f"invalid connection string {redact_dsn(dsn)}: {redact_message(_first_line(exc), dsn)}"
+        ) from None
     name = params.get("dbname") or os.environ.get("PGDATABASE")
     if not name:
         raise StoreError("the connection string names no database to create")
@@ -153,5 +270,9 @@ def create_database(dsn: str) -> bool:
         )
         if row is None or "utf" not in str(row[0]).lower():
             query += sql.SQL(" LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'")
-        conn.execute(query)
+        try:
+            conn.execute(query)
+        except (pg_errors.DuplicateDatabase, pg_errors.UniqueViolation):
+            # Another `migrate --create` created it between our check and now.
+            return False
     return True

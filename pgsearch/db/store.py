@@ -39,6 +39,7 @@ from pgsearch.db.work import (
 )
 from pgsearch.errors import NotFound, StoreError
 from pgsearch.normalize import stem
+from pgsearch.policy import scrub_secrets
 from pgsearch.rows import StoredMessage, TableSize
 from pgsearch.types import SessionInfo, WorkspaceStats
 
@@ -475,9 +476,11 @@ def list_sessions(ws: str, *, limit: int, offset: int) -> Work[list[SessionInfo]
                 "list sessions",
                 q.LIST_SESSIONS,
                 {"ws": ws, "limit": limit, "offset": offset},
+                # Titles are shown wherever sessions are listed: scrubbed as an
+                # excerpt would be.
                 lambda r: SessionInfo(
                     session_id=r[0],
-                    title=r[1],
+                    title=scrub_secrets(r[1]) if r[1] else r[1],
                     message_count=r[2],
                     created_at=r[3],
                     updated_at=r[4],

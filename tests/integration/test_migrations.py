@@ -10,7 +10,13 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from pgsearch import PgSearch, SchemaOutOfDate
-from pgsearch.db.migrate import HEAD_REVISION, make_engine, migrate, migrations_dir
+from pgsearch.db.migrate import (
+    HEAD_REVISION,
+    VERSION_TABLE,
+    make_engine,
+    migrate,
+    migrations_dir,
+)
 from pgsearch.db.schema import TENANT_TABLES, metadata
 
 
@@ -32,7 +38,7 @@ def test_upgrade_downgrade_upgrade(empty_dsn: str) -> None:
     assert migrate(empty_dsn) == HEAD_REVISION
     assert set(TENANT_TABLES) <= _tables(empty_dsn)
     assert migrate(empty_dsn, "base", downgrade=True) is None
-    assert _tables(empty_dsn) == {"alembic_version"}
+    assert _tables(empty_dsn) == {"pgsearch_alembic_version"}
     assert migrate(empty_dsn) == HEAD_REVISION
     assert set(TENANT_TABLES) <= _tables(empty_dsn)
 
@@ -42,7 +48,9 @@ def test_schema_from_migrations_equals_metadata(empty_dsn: str) -> None:
     engine = make_engine(empty_dsn)
     try:
         with engine.connect() as conn:
-            diff = compare_metadata(MigrationContext.configure(conn), metadata)
+            diff = compare_metadata(
+                MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}), metadata
+            )
     finally:
         engine.dispose()
     assert diff == []
@@ -72,7 +80,7 @@ def test_open_without_schema_names_the_fix(empty_dsn: str) -> None:
 
 def test_open_on_old_revision_names_the_fix(dsn: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("UPDATE alembic_version SET version_num = '0000'")
+        conn.execute("UPDATE pgsearch_alembic_version SET version_num = '0000'")
     with pytest.raises(SchemaOutOfDate, match=r"revision 0000.*pgsearch migrate"):
         PgSearch.connect(dsn)
 

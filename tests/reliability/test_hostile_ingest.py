@@ -324,7 +324,8 @@ def test_ten_megabyte_line_is_stored_whole(stored: Stored) -> None:
     [
         ("", "non-empty"),
         ("   ", "non-empty"),
-        ("a\tb", "printable"),
+        ("a\tb", "must not contain control"),
+        ("acme\u202egnp", "RIGHT-TO-LEFT OVERRIDE at position 4"),
         ("x" * 201, "at most 200"),
         ("caf\udce9", "valid Unicode"),  # the byte 0xE9 on a UTF-8 command line
     ],

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from psycopg import errors as pg_errors
 
-from pgsearch.db.connector import HEAD_REVISION
+from pgsearch.db.connector import HEAD_REVISION, VERSION_TABLE
 from tests.serving.cluster import (
     DIR_PREFIX,
     PORT_RANGE,
@@ -58,7 +58,7 @@ def test_the_standby_streams_from_a_private_primary(cluster: Cluster) -> None:
 def test_a_migrated_database_reaches_the_standby(nodes: Nodes) -> None:
     for dsn in (nodes.primary_dsn, nodes.standby_dsn):
         with psycopg.connect(dsn) as conn:
-            assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            assert conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchall() == [
                 (HEAD_REVISION,)
             ]
             extensions = {r[0] for r in conn.execute("SELECT extname FROM pg_extension")}

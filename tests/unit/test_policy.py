@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pgsearch import policy
+from pgsearch import policy, secrets
 from pgsearch.policy import indexable_text, is_tool_error, scrub_secrets
 from pgsearch.ranking import role_weight
 from pgsearch.settings import IndexPolicy
@@ -58,43 +58,107 @@ def test_tool_error_when_marked_by_the_source() -> None:
 
 # -- secrets ----------------------------------------------------------------------------
 
+#: Every shape named in the hardening review, plus the shapes of the first version:
+#: (text, a part of the secret that must be gone).
 SECRETS = {
+    # keys joined by "_" (the issue's \b misses)
+    "DB_PASSWORD=": ("DB_PASSWORD=hunter2 ./run.sh", "hunter2"),
+    "PGPASSWORD=": ("PGPASSWORD=s3cr3t-pg psql -h db", "s3cr3t-pg"),
+    "POSTGRES_PASSWORD=": ("POSTGRES_PASSWORD=Tr0ub4dor docker compose up", "Tr0ub4dor"),
+    "SECRET_KEY=": ("SECRET_KEY=django-insecure-8f3k2j1h0g", "django-insecure-8f3k2j1h0g"),
+    "MY_API_KEY=": ("MY_API_KEY=a1b2c3d4e5f6g7h8", "a1b2c3d4e5f6g7h8"),
+    "GOOGLE_CLIENT_SECRET=": ("GOOGLE_CLIENT_SECRET=GOCSPX-abcdEFGH1234", "GOCSPX-abcdEFGH1234"),
+    "export X=": ("export OPENAI_TOKEN='tok en with spaces 99'", "tok en with spaces 99"),
+    # quoting styles
+    '"password": "..."': ('{"user": "bob", "password": "correct horse battery"}', "correct horse"),
+    "aws_secret_access_key json": (
+        '{"aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz"}',
+        "wJalrXUtnFEMI/K7MDENG",
+    ),
+    "aws_secret_access_key bare json": (
+        "{'aws_secret_access_key': wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz}",
+        "wJalrXUtnFEMI/K7MDENG",
+    ),
+    "STS SecretAccessKey": (
+        '"Credentials": {"AccessKeyId": "ASIAXXXXEXAMPLEXXXXX", '
+        '"SecretAccessKey": "9drTJvcXLB89EXAMPLELB8923FB892xMFI", '
+        '"SessionToken": "AQoXdzELDDY//////////wEaoAK1wvxJY12r2IrDFT2IvAzTCn3zHoZ7"}',
+        "9drTJvcXLB89EXAMPLELB8923FB892xMFI",
+    ),
+    "STS SessionToken": (
+        '"SessionToken": "AQoXdzELDDY//////////wEaoAK1wvxJY12r2IrDFT2IvAzTCn3zHoZ7"',
+        "AQoXdzELDDY",
+    ),
+    "yaml password": ("database:\n  user: app\n  password: hunter2\n  host: db", "hunter2"),
+    "yaml bare word password": ("smtp:\n  password: correcthorse\n", "correcthorse"),
+    "single quoted": ("password = 'my s3cret phrase'", "my s3cret phrase"),
+    "json in json string": (
+        '{"arguments": "{\\"db_password\\": \\"p4ss-w0rd\\"}"}',
+        "p4ss-w0rd",
+    ),
+    "passphrase=": ("ssh-keygen passphrase=open-sesame-42", "open-sesame-42"),
+    "_authToken=": (
+        "//registry.npmjs.org/:_authToken=npm_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+        "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+    ),
+    "_authToken uuid": (
+        "//registry.npmjs.org/:_authToken=00000000-1111-2222-3333-444455556666",
+        "1111-2222-3333",
+    ),
+    "Azure AccountKey=": (
+        "DefaultEndpointsProtocol=https;AccountName=acct;"
+        "AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"
+        "EndpointSuffix=core.windows.net",
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq",
+    ),
+    # CLI shapes
+    "curl -u user:pass": ("curl -u admin:hunter2 https://api.internal/v1", "hunter2"),
+    "curl --user": ("curl --user deploy:Zx9-Qw8 https://x", "Zx9-Qw8"),
+    "mysql -pPASS": ("mysql -u root -pS3cretPass shop < dump.sql", "S3cretPass"),
+    "docker login -p": (
+        "docker login -u ci -p dckr_pat_abc123XYZ registry.example.com",
+        "dckr_pat_abc123XYZ",
+    ),
+    "--password PASS": ("psql-wrapper --password hunter2 --host db", "hunter2"),
+    "sshpass -p": ("sshpass -p 'letmein42' ssh deploy@host", "letmein42"),
+    # URLs
+    "password in url": ("postgresql://billing:hunter2@db.internal/billing", "hunter2"),
+    "redis://:pw@host": ("redis://:r3d1s-pw@cache.internal:6379/0", "r3d1s-pw"),
+    "url password with @": ("postgres://app:p@ss@word@db.internal:5432/app", "ss@word"),
+    "url password with @ start": ("postgres://app:p@ss@word@db.internal:5432/app", "p@ss"),
+    # token shapes
+    "stripe sk_live_": ("STRIPE=sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+    "stripe rk_live_": ("key rk_live_51H8abcDEF0123456789xyz", "51H8abcDEF0123456789xyz"),
+    "pgp private key block": (
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF0abcdEFGH1234\n=ab12\n"
+        "-----END PGP PRIVATE KEY BLOCK-----\nafter",
+        "lQOYBF0abcdEFGH1234",
+    ),
+    "npm token": ("token in .npmrc: npm_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "aBcDeFgHiJkL"),
+    "hugging face hf_": ("HF hub: hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh", "AbCdEfGhIjKlMnOpQrSt"),
+    "sendgrid SG.": (
+        "mail via 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",
+        "TwL2iGABf9DHoTf",
+    ),
+    "slack webhook url": (
+        "POST https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "B00000000/XXXXXXXX",
+    ),
+    # kept from the first version
     "bearer header": (
         "Authorization: Bearer sk-live-9f8e7d6c5b4a39281706f5e4d3c2b1a0",
-        "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "9f8e7d6c5b4a3928",
     ),
     "bearer opaque": ("curl -H 'Authorization: Bearer abcDEF123ghiJKL456'", "abcDEF123ghiJKL456"),
     "sk key": ("OPENAI_API_KEY is sk-proj-abcdefghijklmnop1234 now", "abcdefghijklmnop1234"),
-    "anthropic key": ("key sk-ant-api03-abcdefghijklmnopqrstuvwx.", "abcdefghijklmnopqrstuvwx"),
     "aws key id": ("aws key AKIAIOSFODNN7EXAMPLE in config", "AKIAIOSFODNN7EXAMPLE"),
-    "aws secret": (
-        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-    ),
-    "private key": (
-        "here:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAx7\nQ2x9\n"
-        "-----END RSA PRIVATE KEY-----\nafter",
-        "MIIEpAIBAAKCAQEAx7",
-    ),
-    "unterminated private key": (
-        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA",
-        "b3BlbnNzaC1rZXktdjEAAAAA",
-    ),
-    "password in url": ("postgresql://billing:hunter2@db.internal/billing", "hunter2"),
-    "password in https url": ("https://alice:s3cr3t%21@example.com/x", "s3cr3t"),
-    "password assignment": ("export PASSWORD=hunter2; run", "hunter2"),
-    "quoted password": ('password: "correct horse battery staple"', "correct horse"),
-    "api key assignment": ("api_key='0123456789abcdef'", "0123456789abcdef"),
     "jwt": (
         "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
         "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
         "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
     ),
     "github token": ("GH_TOKEN ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_abcdef"),
-    "github pat": (
-        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
-        "11ABCDEFG0123456789",
-    ),
+    "high entropy next to weak key": ("cache signing key: 9fT2xQ7mLp3Zr8Kd", "9fT2xQ7mLp3Zr8Kd"),
 }
 
 
@@ -128,6 +192,30 @@ PROSE = [
     "We decided to keep only the registration inside setup() and add a unique constraint.",
     "Pokémon names like Flabébé must be found without accents.",
     "東京タワーのグッズを検索できるようにしてください。",
+    # Code and identifiers that mention secrets without holding one.
+    "password_reset_view = PasswordResetView.as_view()",
+    "see password_reset_view in urls.py",
+    "the tokenizer splits words; max_tokens = 4096",
+    "commit 3f7c1a5282e44b8a9c1e2a6d5f0b7e91a3c4d5e6 fixed it",
+    "session 3f7c1a52-8d4e-4b8a-9c1e-2a6d5f0b7e91 failed",
+    "open /home/alice/.ssh/id_rsa.pub and src/auth/token_store.py",
+    "def login(username: str, password: str) -> Token:",
+    "    password: str",
+    "password = request.form['password']",
+    "token = get_token()",
+    "PGPASSWORD=${PGPASSWORD} psql",
+    'password: "<your password>"',
+    "Reset your password: click the link in the email we sent.",
+    "secret_name: db-credentials",
+    "ssh://git@github.com/org/repo.git and https://example.com:8080/x?y=1",
+    "mkdir -p /tmp/build && ssh -p 2222 host",
+    "The bearer authentication scheme is described in RFC 6750.",
+    "Use a bearer token in the Authorization header.",
+    '{"input_tokens": 1200, "output_tokens": 300}',
+    "primary_key = 'id'",
+    "keyboard shortcuts: press the key K to continue",
+    "east-asia region and the asia-northeast1 zone",
+    "PWD=/work/project OLDPWD=/tmp SHELL=/bin/bash",
 ]
 
 
@@ -236,3 +324,117 @@ def test_role_weights_rank_user_over_tool_call_over_assistant() -> None:
     call = role_weight(policy.TOOL_INPUT, "assistant")
     assistant = role_weight(policy.ASSISTANT_TEXT, "assistant")
     assert (user, call, assistant) == (1.5, 1.3, 1.0)
+
+
+@pytest.mark.parametrize("name", sorted(SECRETS))
+def test_scrubbing_twice_changes_nothing(name: str) -> None:
+    once = scrub_secrets(SECRETS[name][0])
+    assert scrub_secrets(once) == once
+
+
+# -- the vendored gitleaks rules and their semantics ----------------------------------
+
+
+def test_the_vendored_rule_set_loads_whole_with_its_licence() -> None:
+    from importlib import resources
+
+    rules = secrets.rule_set()
+    assert len(rules.rules) > 200
+    assert {"generic-api-key", "stripe-access-token", "huggingface-access-token"} <= {
+        r.id for r in rules.rules
+    }
+    licence = resources.files("pgsearch.data").joinpath("LICENSE-gitleaks").read_text()
+    assert "MIT License" in licence and "Zachary Rice" in licence
+
+
+UPSTREAM_SHAPED = """
+title = "x"
+[allowlist]
+paths = ['''\\.png$''']
+regexes = ['''^EXAMPLE''']
+[[rules]]
+id = "pkcs12-file"
+path = '''\\.p12$'''
+[[rules]]
+id = "php-only"
+regex = '''secret_key'''
+path = '''\\.php$'''
+[[rules]]
+id = "demo-token"
+regex = '''\\b(demo_[a-z0-9]{8})\\b'''
+entropy = 2.5
+keywords = ["demo_"]
+[[rules.allowlists]]
+stopwords = ["demo_test"]
+[[rules.allowlists]]
+condition = "AND"
+paths = ['''\\.md$''']
+regexes = ['''.*''']
+"""
+
+
+def test_an_upstream_file_loads_as_it_is() -> None:
+    rules = secrets.load_rules(UPSTREAM_SHAPED)
+    # Path rules never apply to text; a path-and-regex allowlist never holds.
+    assert [r.id for r in rules.rules] == ["demo-token"]
+    (rule,) = rules.rules
+    assert len(rule.allowlists) == 1
+    assert rule.keywords == ("demo_",)
+    assert len(rules.allowlists) == 1  # the global regexes, without the paths
+
+
+def test_rule_entropy_allowlists_and_stopwords_follow_gitleaks() -> None:
+    rules = secrets.load_rules(UPSTREAM_SHAPED)
+
+    def found(text: str) -> list[str]:
+        return [text[a:b] for a, b in secrets._gitleaks_spans(text, text.lower(), rules)]
+
+    assert found("use demo_k3x9q2z7 here") == ["demo_k3x9q2z7"]
+    assert found("use demo_aaaaaaaa here") == []  # entropy 0 is below 2.5
+    assert found("use demo_test1234 here") == []  # a stopword
+    assert found("use DEMO_k3x9q2z7 here") == []  # the pattern is case-sensitive
+    assert found("nothing to see") == []
+
+
+def test_the_generic_rule_keeps_identifiers_and_low_entropy_values() -> None:
+    assert scrub_secrets("api_version = 2024-06-01") == "api_version = 2024-06-01"
+    assert scrub_secrets("primary_key = customer_identifier") == (
+        "primary_key = customer_identifier"
+    )
+    assert "Zq8" not in scrub_secrets("upload_key = Zq8fT2xQ7mLp3Zr8Kd")
+
+
+@pytest.mark.parametrize(
+    ("key", "strength"),
+    [
+        ("DB_PASSWORD", "strong"),
+        ("PGPASSWORD", "strong"),
+        ("SecretAccessKey", "strong"),
+        ("SessionToken", "strong"),
+        ("_authToken", "strong"),
+        ("AccountKey", "strong"),
+        ("MY_API_KEY", "strong"),
+        ("smtp_pass", "strong"),
+        ("passphrase", "strong"),
+        ("password_reset_view", "none"),
+        ("max_tokens", "none"),
+        ("secret_name", "none"),
+        ("token_type", "none"),
+        ("tokenizer", "none"),
+        ("pass", "weak"),
+        ("pwd", "weak"),
+        ("db_pwd", "strong"),
+        ("cache_key", "weak"),
+        ("auth", "weak"),
+        ("username", "none"),
+    ],
+)
+def test_key_strength(key: str, strength: str) -> None:
+    assert secrets.key_strength(key) == strength
+
+
+def test_hostile_text_is_scrubbed_in_linear_time_patterns() -> None:
+    # Patterns that backtrack would take minutes here; RE2 takes milliseconds.
+    hostile = ("curl " + "a" * 50 + " ") * 20_000 + "password=" + "k3" * 50_000
+    scrubbed = scrub_secrets(hostile)
+    assert scrubbed.endswith("password=[redacted]")

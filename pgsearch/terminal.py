@@ -1,0 +1,51 @@
+"""Stored text made safe to print: no control sequence reaches a terminal.
+
+Agent logs hold whatever a tool printed, including escape sequences that move the
+cursor, erase lines, retitle the window or write the clipboard (OSC 52), and
+bidirectional-override characters that make text display in an order other than
+the one stored. Text output shows each such character as a visible escape instead:
+
+- C0 controls and DEL, except newline and tab: ``\\x1b``, ``\\x07``, ``\\r``, ``\\x7f``;
+- C1 controls (U+0080 to U+009F, e.g. the single-character CSI ``\\u009b``);
+- bidirectional controls (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to
+  U+2069) and the line and paragraph separators U+2028 and U+2029.
+
+Newlines and tabs stay as they are, so text stays readable. JSON output already
+escapes C0 controls (``\\u001b``); `json_safe` escapes the rest of the set the same
+way, so that viewing JSON in a terminal is safe too, and the parsed JSON holds the
+stored text exactly.
+"""
+
+from __future__ import annotations
+
+_SHORT = {0x09: None, 0x0A: None, 0x0D: "\\r", 0x08: "\\b", 0x0C: "\\f", 0x0B: "\\v"}
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_SEPARATORS = (0x2028, 0x2029)
+
+#: Every character `terminal_safe` escapes.
+UNSAFE = frozenset([*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *_BIDI, *_SEPARATORS]) - {
+    0x09,
+    0x0A,
+}
+
+
+def _escape(cp: int) -> str:
+    if cp in _SHORT and _SHORT[cp] is not None:
+        return str(_SHORT[cp])
+    return f"\\x{cp:02x}" if cp < 0x80 else f"\\u{cp:04x}"
+
+
+_TERMINAL = {cp: _escape(cp) for cp in UNSAFE}
+#: Characters json.dumps leaves raw (it escapes C0 itself), as JSON escapes.
+_JSON = {cp: f"\\u{cp:04x}" for cp in UNSAFE if cp >= 0x7F}
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control, C1 and bidi character shown as an escape."""
+    return text.translate(_TERMINAL)
+
+
+def json_safe(encoded: str) -> str:
+    """JSON text (from ``json.dumps(..., ensure_ascii=False)``) with DEL, C1 and bidi
+    characters written as ``\\uXXXX`` escapes; it parses to the same value."""
+    return encoded.translate(_JSON)
