@@ -46,6 +46,8 @@ class SessionInfo:
     created_at: datetime | None
     updated_at: datetime | None
     source: str | None
+    #: For a sub-agent's session, the session that started it.
+    parent_session_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,11 +117,12 @@ class PgSearch:
         format: str = "auto",
         workspace_from_cwd: bool = False,
     ) -> FileResult:
-        """Ingest one JSON Lines file (one transaction); raises `IngestError`.
+        """Ingest one session file (one transaction); raises `IngestError`.
 
-        `format`: ``auto`` (detected per file), ``openai``, ``claude-code`` or
-        ``codex``. With `workspace_from_cwd`, an agent log goes to the workspace named
-        by its working directory (`workspace` when it names none).
+        `format`: ``auto`` (detected per file), ``openai``, ``claude-code``,
+        ``codex``, ``gemini`` or ``opencode``. With `workspace_from_cwd`, an agent log
+        goes to the workspace named by its working directory (`workspace` when it
+        names none; `FileResult.no_cwd` then says so).
         """
         # One transaction, decided from what it reads: safe to run again when
         # Postgres picks it as a deadlock victim.
@@ -145,7 +148,8 @@ class PgSearch:
         format: str = "auto",
         workspace_from_cwd: bool = False,
     ) -> IngestReport:
-        """Ingest files and directories (``*.jsonl``); bad files are reported, not raised."""
+        """Ingest files and directories (the session files of every format pgsearch
+        reads, `pgsearch.sources`); bad files are reported, not raised."""
         return self._ingestor.ingest_paths(
             paths,
             workspace=workspace,
@@ -291,6 +295,7 @@ class PgSearch:
                 created_at=r[3],
                 updated_at=r[4],
                 source=r[5],
+                parent_session_id=r[6],
             )
             for r in rows
         ]

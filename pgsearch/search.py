@@ -606,7 +606,7 @@ class SearchEngine:
                 continue
             (
                 sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments,
-                title, summary,
+                title, summary, parent_session_id,
             ) = row  # fmt: skip
             if hit.kind in ("title", "summary"):
                 text = (summary if hit.kind == "summary" else title) or ""
@@ -635,6 +635,7 @@ class SearchEngine:
                     created_at=created_at,
                     score=hit.score,
                     title=clip(policy.scrub_secrets(title), MAX_TITLE_BYTES) if title else None,
+                    parent_session_id=parent_session_id,
                 )
             )
         return matches

@@ -63,6 +63,8 @@ class SessionMatch:
     created_at: datetime
     score: float
     title: str | None
+    #: For a sub-agent's session, the session that started it; else None.
+    parent_session_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

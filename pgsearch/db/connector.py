@@ -28,7 +28,7 @@ from pgsearch.errors import ConfigError, InvalidQuery, PgSearchError, SchemaOutO
 log = logging.getLogger(__name__)
 
 #: The Alembic revision this code needs (a test checks it is the migrations' head).
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 MIGRATE_HINT = "run `pgsearch migrate` (or `alembic upgrade head`)"
 
 Cursor = psycopg.Cursor[TupleRow]

@@ -44,6 +44,12 @@ class SessionState:
     updated_at: datetime | None
     field_terms: tuple[str, ...] = ()
     field_len: int = 0
+    #: The session that started this one (a sub-agent's), if any.
+    parent_session_id: str | None = None
+    #: The title was generated (not chosen), and for a summary naming one of the
+    #: session's messages, that message's seq (`Ingestor._resolve_leaf_titles`).
+    title_auto: bool = False
+    title_leaf_seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +76,8 @@ class FileRecord:
     size: int
     lines: int
     digest: str
+    #: ``format/version`` of the mapping the file was read with (None: before 0004).
+    parser: str | None = None
 
 
 @dataclass(slots=True)
@@ -140,11 +148,11 @@ class Store:
         cur.execute(q.LOCK_FILE_KEY, {"ws": ws, "path": path})
         cur.execute(q.LOCK_FILE, {"ws": ws, "path": path})
         row = cur.fetchone()
-        return None if row is None else FileRecord(path, row[0], row[1], row[2])
+        return None if row is None else FileRecord(path, row[0], row[1], row[2], row[3])
 
     def file_records(self, cur: Cursor, ws: str, paths: list[str]) -> dict[str, FileRecord]:
         cur.execute(q.FILE_RECORDS, {"ws": ws, "paths": paths})
-        return {r[0]: FileRecord(r[0], r[1], r[2], r[3]) for r in cur.fetchall()}
+        return {r[0]: FileRecord(r[0], r[1], r[2], r[3], r[4]) for r in cur.fetchall()}
 
     def record_file(self, cur: Cursor, ws: str, record: FileRecord) -> None:
         cur.execute(
@@ -155,6 +163,7 @@ class Store:
                 "size": record.size,
                 "lines": record.lines,
                 "digest": record.digest,
+                "parser": record.parser,
             },
         )
 
@@ -183,6 +192,9 @@ class Store:
                 updated_at=row[8],
                 field_terms=tuple(row[9] or ()),
                 field_len=int(row[10] or 0),
+                parent_session_id=row[11],
+                title_auto=bool(row[12]),
+                title_leaf_seq=row[13],
             )
             for row in cur.fetchall()
         }
@@ -265,8 +277,40 @@ class Store:
                 "last_turn": state.last_turn,
                 "tsv": tsv or None,
                 "field_len": field_len,
+                "parent": state.parent_session_id,
+                "title_auto": state.title_auto,
+                "title_leaf_seq": state.title_leaf_seq,
             },
         )
+
+    # --- titles naming their session through a message (Claude Code summaries) -------
+
+    def save_leaf_titles(self, cur: Cursor, ws: str, source: str, titles: dict[str, str]) -> None:
+        """Keep each title until the message it names is stored (and after)."""
+        leaves = sorted(titles)
+        cur.execute(
+            q.SAVE_LEAF_TITLES,
+            {
+                "ws": ws,
+                "leaves": leaves,
+                "titles": [titles[k] for k in leaves],
+                "source": source,
+            },
+        )
+
+    def resolve_leaf_titles(
+        self, cur: Cursor, ws: str, keys: Sequence[str]
+    ) -> list[tuple[str, int, str]]:
+        """(session, seq, title) for each waiting title among `keys` whose message is
+        now stored; those titles are marked resolved."""
+        if not keys:
+            return []
+        cur.execute(q.RESOLVE_LEAF_TITLES, {"ws": ws, "keys": list(keys)})
+        return [(r[0], int(r[1]), r[2]) for r in cur.fetchall()]
+
+    def forget_leaf_titles(self, cur: Cursor, ws: str, source: str) -> None:
+        """Drop the titles a file gave (it is being read again whole)."""
+        cur.execute(q.FORGET_LEAF_TITLES, {"ws": ws, "source": source})
 
     def apply_deltas(self, cur: Cursor, ws: str, deltas: Deltas) -> None:
         """Fold accumulated deltas into vocabulary and statistics (sorted, batched).
@@ -338,6 +382,7 @@ class Store:
                 deltas.length[kind] -= token_count
                 for t in terms:
                     deltas.df[t] -= 1
+        cur.execute(q.UNRESOLVE_LEAF_TITLES, {"ws": ws, "session_id": session_id})
         cur.execute(q.DELETE_SESSION, {"ws": ws, "session_id": session_id})
         row = cur.fetchone()
         if row is not None:

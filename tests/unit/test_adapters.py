@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pgsearch import adapters
-from pgsearch.errors import IngestError
+from pgsearch.adapters import Parsed
 from pgsearch.messages import Entry
 from tests.conftest import EXAMPLES
 
@@ -20,11 +20,15 @@ CODEX = (
 )
 
 
-def parse(path: Path, start: int = 0, first_line: int = 0) -> list[Entry]:
-    data = path.read_bytes()
+def parse_all(path: Path, start: int = 0, first_line: int = 0, data: bytes | None = None) -> Parsed:
+    data = path.read_bytes() if data is None else data
     adapter = adapters.ADAPTERS[adapters.detect_format(data)]
-    header = adapter.header(data, default_session=path.stem)
-    return adapter.parse(data, start, len(data), first_line, path=str(path), header=header)
+    header = adapter.header(data, default_session=path.stem, path=path)
+    return adapter.parse(data, start, first_line, path=str(path), header=header)
+
+
+def parse(path: Path, start: int = 0, first_line: int = 0) -> list[Entry]:
+    return parse_all(path, start, first_line).entries
 
 
 def shape(entries: list[Entry]) -> list[tuple[str, str, str | None]]:
@@ -42,9 +46,9 @@ def test_formats_are_detected_per_file() -> None:
 
 
 def test_claude_code_blocks_map_to_kinds_roles_and_tools() -> None:
-    entries = parse(CLAUDE)
+    parsed = parse_all(CLAUDE)
+    entries = parsed.entries
     assert shape(entries) == [
-        ("system", "system", None),  # the title line
         ("system", "system", None),  # isMeta caveat
         ("user", "user_text", None),
         ("assistant", "assistant_text", None),  # the thinking block before it is dropped
@@ -59,23 +63,29 @@ def test_claude_code_blocks_map_to_kinds_roles_and_tools() -> None:
         ("assistant", "assistant_text", None),
         ("system", "system", None),  # compact boundary
         ("system", "summary", None),  # isCompactSummary
-        ("system", "system", None),  # <command-name>/cost
+        ("user", "user_text", None),  # the /cost command the person typed
         ("user", "user_text", None),
         ("assistant", "assistant_text", None),  # text and tool_use in one message
         ("assistant", "tool_input", "Bash"),
         ("tool", "tool_error", "Bash"),  # "permission denied" in the text
     ]
     assert {e.session_id for e in entries} == {"3f7c1a52-8d4e-4b8a-9c1e-2a6d5f0b7e91"}
-    assert entries[0].title == "Fix flaky invoice rounding test"
-    assert entries[2].created_at == datetime(2025, 7, 14, 9, 12, 5, 530000, tzinfo=UTC)
-    assert entries[11].content.endswith("[image]")
-    assert entries[14].summary is not None and "ROUND_HALF_UP" in entries[14].summary
-    edit = entries[9]
+    # The summary line is a title naming its session through a message, not an entry.
+    [leaf] = parsed.leaf_titles
+    assert (leaf.title, leaf.leaf_uuid) == (
+        "Fix flaky invoice rounding test",
+        "a1b2c3d4-0000-4000-8000-000000000019",
+    )
+    assert entries[1].created_at == datetime(2025, 7, 14, 9, 12, 5, 530000, tzinfo=UTC)
+    assert entries[10].content.endswith("[image]")
+    assert entries[13].summary is not None and "ROUND_HALF_UP" in entries[13].summary
+    assert entries[14].content == "/cost"
+    edit = entries[8]
     assert edit.content == "" and edit.arguments.startswith("Edit({")
     assert "quantize" in edit.arguments
-    assert entries[17].entry_id is not None and entries[18].entry_id == f"{entries[17].entry_id}#1"
+    assert entries[16].entry_id is not None and entries[17].entry_id == f"{entries[16].entry_id}#1"
     assert (
-        entries[7].extra is not None and entries[7].extra["tool_use_id"] == "toolu_01BashPytest3k"
+        entries[6].extra is not None and entries[6].extra["tool_use_id"] == "toolu_01BashPytest3k"
     )
 
 
@@ -133,24 +143,30 @@ def test_a_result_read_apart_from_its_call_still_gets_the_tool_name(path: Path) 
         assert shape(tail) == shape(whole[len(whole) - len(tail) :])
 
 
-def test_a_bad_line_names_file_and_line(tmp_path: Path) -> None:
+def test_a_torn_middle_line_is_skipped_naming_file_and_line(tmp_path: Path) -> None:
     lines = CLAUDE.read_text(encoding="utf-8").splitlines()
     lines[4] = '{"type": "assistant", "message": {'
     path = tmp_path / "s.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(IngestError) as info:
-        parse(path)
-    assert info.value.line == 5
-    assert str(info.value).startswith(f"{path}:5: invalid JSON")
+    parsed = parse_all(path)
+    [problem] = parsed.problems
+    assert (problem.line, parsed.skipped_lines) == (5, 1)
+    assert str(problem).startswith(f"{path}:5: invalid JSON")
+    # The rest of the session lands: every entry but the torn line's one.
+    assert len(parsed.entries) == len(parse(CLAUDE)) - 1
+    assert parsed.consumed == len(path.read_bytes())
 
 
-def test_a_bad_timestamp_names_file_and_line(tmp_path: Path) -> None:
+def test_a_bad_timestamp_skips_its_line_with_a_warning(tmp_path: Path) -> None:
     event = {"type": "user", "sessionId": "s", "timestamp": "not a time"}
     event["message"] = {"role": "user", "content": "hello"}
+    good = {**event, "timestamp": "2025-07-14T09:12:05Z", "message": {"content": "still here"}}
     path = tmp_path / "s.jsonl"
-    path.write_text(json.dumps(event) + "\n", encoding="utf-8")
-    with pytest.raises(IngestError, match=r"s\.jsonl:1: 'timestamp'"):
-        parse(path)
+    path.write_text(json.dumps(event) + "\n" + json.dumps(good) + "\n", encoding="utf-8")
+    parsed = parse_all(path)
+    [problem] = parsed.problems
+    assert str(problem).startswith(f"{path}:1: 'timestamp'")
+    assert [e.content for e in parsed.entries] == ["still here"]
 
 
 def test_unknown_event_types_are_skipped(tmp_path: Path) -> None:
