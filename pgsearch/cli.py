@@ -130,8 +130,8 @@ def migrate(ctx: Context, revision: str, create: bool) -> None:
     type=click.Choice(adapters.FORMAT_CHOICES),
     default=adapters.AUTO,
     show_default=True,
-    help="Log format: pgsearch's OpenAI-style messages, Claude Code or Codex CLI logs "
-    "(auto: detected per file).",
+    help="Log format: pgsearch's OpenAI-style messages, Claude Code, Codex CLI, Gemini CLI "
+    "or OpenCode sessions (auto: detected per file).",
 )
 @click.option(
     "--workspace-from-cwd",
@@ -164,13 +164,16 @@ def ingest(
     watch: bool,
     interval: float,
 ) -> None:
-    """Ingest JSON Lines session files, or directories of *.jsonl files.
+    """Ingest session files, or directories holding them.
 
-    Reads pgsearch's own format and, detected per file, Claude Code session logs
-    (~/.claude/projects) and Codex CLI rollouts (~/.codex/sessions). Each file is one
-    transaction: a file with a bad line is rejected whole (the error names file:line)
-    and the other files still land. Re-ingesting is safe; a file that grew adds only
-    its new lines. Exit status is 1 if any file failed.
+    Reads pgsearch's own JSON Lines format and, detected per file, Claude Code
+    session logs (~/.claude/projects), Codex CLI rollouts (~/.codex/sessions),
+    Gemini CLI sessions (~/.gemini/tmp) and OpenCode sessions (its storage directory
+    or `opencode export` files). Each file is one transaction. A file in pgsearch's
+    format with a bad line is rejected whole (the error names file:line); in an agent
+    log a bad line is skipped with a warning naming file:line and the rest lands.
+    Re-ingesting is safe; a file that grew adds only its new lines. Exit status is 1
+    if any file failed.
 
     With --watch, files are polled and re-ingested as they grow (a rewritten file is
     re-read whole); Ctrl-C stops and prints a summary.
@@ -196,9 +199,12 @@ def ingest(
 
         def note(result: FileResult) -> None:
             if result.error is not None:
-                errors.append(str(result.error))
-                if not show:
-                    click.echo(f"pgsearch: error: {result.error}", err=True)
+                errors.append(f"error: {result.error}")
+            errors.extend(f"warning: {w}" for w in _warnings(result))
+            if not show:
+                for line in errors:
+                    click.echo(f"pgsearch: {line}", err=True)
+                errors.clear()
 
         if show:
             with click.progressbar(length=len(files), label="ingesting", file=sys.stderr) as bar:
@@ -216,7 +222,7 @@ def ingest(
                     workspace_from_cwd=workspace_from_cwd,
                 )
             for line in errors:
-                click.echo(f"pgsearch: error: {line}", err=True)
+                click.echo(f"pgsearch: {line}", err=True)
         else:
             report = pg.ingest_paths(
                 files,
@@ -231,6 +237,15 @@ def ingest(
         sys.exit(1)
 
 
+def _warnings(result: FileResult) -> list[str]:
+    """The lines an agent log skipped, one per line (the rest counted)."""
+    out = [str(w) for w in result.warnings]
+    more = result.bad_lines - len(result.warnings)
+    if more > 0:
+        out.append(f"{result.path}: {more} more bad lines skipped")
+    return out
+
+
 def _render_result(result: SessionQueryResult, workspace: str) -> str:
     lines: list[str] = []
     if not result.matches:
@@ -241,8 +256,9 @@ def _render_result(result: SessionQueryResult, workspace: str) -> str:
     for i, m in enumerate(result.matches, 1):
         tool = f" tool={m.tool_name}" if m.tool_name else ""
         title = f' "{m.title}"' if m.title else ""
+        parent = f" parent={m.parent_session_id}" if m.parent_session_id else ""
         lines.append(
-            f"{i}. session={m.session_id} seq={m.seq} {m.kind} role={m.role}{tool} "
+            f"{i}. session={m.session_id}{parent} seq={m.seq} {m.kind} role={m.role}{tool} "
             f"turn={m.turn} {m.created_at.isoformat(timespec='seconds')} "
             f"score={m.score:.3f}{title}"
         )
@@ -475,6 +491,7 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
                         "created_at": s.created_at.isoformat() if s.created_at else None,
                         "updated_at": s.updated_at.isoformat() if s.updated_at else None,
                         "source": s.source,
+                        "parent_session_id": s.parent_session_id,
                     }
                     for s in rows
                 ],
@@ -647,6 +664,8 @@ def _watch(
                 )
 
             def note(result: FileResult) -> None:
+                for warning in _warnings(result):
+                    click.echo(f"pgsearch: warning: {warning}", err=True)
                 if result.error is not None:
                     click.echo(f"pgsearch: error: {result.error}", err=True)
                 elif not quiet and (result.messages or result.rewritten):

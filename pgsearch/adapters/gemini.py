@@ -268,14 +268,16 @@ class _Builder:
             if not output:
                 output = f"[{status}]"
             command = shell_command(call.get("args")) if name in _SHELL_TOOLS else None
+            exit_code = _exit_code(output) if command is not None else None
             self.add(
                 seq=lineno - 1,
                 role="tool",
                 kind=policy.tool_result_kind(
                     output,
-                    marked=failed or status == "error",
+                    # A shell command that exited non-zero failed, as Codex reports it.
+                    marked=failed or status == "error" or bool(exit_code),
                     command=command,
-                    exit_code=_exit_code(output),
+                    exit_code=exit_code,
                 ),
                 content=output,
                 created_at=when,
@@ -359,20 +361,28 @@ def _parse_log(
 
 
 def _build(
-    builder: _Builder, records: Iterable[tuple[int, dict[str, Any]]], parsed: Parsed
+    builder: _Builder,
+    records: Iterable[tuple[int, dict[str, Any]]],
+    parsed: Parsed,
+    *,
+    document: bool = False,
 ) -> None:
+    """Entries of each record; a record that cannot be read is skipped with a warning
+    (naming its line in a log, its position in a document)."""
     for lineno, record in records:
         try:
             builder.message(record, lineno)
         except IngestError as exc:
+            if document:
+                exc = IngestError(f"message {lineno}: {exc.reason}", path=exc.path)
             parsed.problem(exc)
 
 
 def _parse_document(data: bytes, *, path: str, header: FileHeader) -> Parsed:
     doc = _document(data)
     parsed = Parsed(consumed=len(data), lines=data.count(b"\n"))
-    if doc is None:
-        raise IngestError("not a JSON document", path=path)
+    if not looks_like_document(doc):
+        return parsed  # nothing of this format: the ingestor says what it looks like
     builder = _Builder(header.session_id, path=path)
     if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
         parsed.recognised = 1
@@ -382,7 +392,7 @@ def _parse_document(data: bytes, *, path: str, header: FileHeader) -> Parsed:
         if doc.get("kind") == "subagent" and header.parent_session_id is not None:
             parsed.parents[header.session_id] = header.parent_session_id
         records = [(i + 1, m) for i, m in enumerate(doc["messages"]) if isinstance(m, dict)]
-        _build(builder, records, parsed)
+        _build(builder, records, parsed, document=True)
     else:
         history = doc.get("history") if isinstance(doc, dict) else doc
         parsed.recognised = 1

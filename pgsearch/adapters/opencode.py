@@ -118,8 +118,11 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
     """Every entry of the session document (always read whole)."""
     try:
         doc = _document(data)
-    except IngestError as exc:
-        raise IngestError(exc.reason, path=path) from None
+    except IngestError:
+        doc = {}
+    if not looks_like_document(doc):
+        # Nothing of this format: the ingestor says what the file looks like.
+        return Parsed(consumed=len(data), lines=data.count(b"\n"))
     sid = header.session_id
     parsed = Parsed(consumed=len(data), lines=data.count(b"\n"), recognised=1)
     info = _obj(doc.get("info"))
@@ -258,11 +261,13 @@ def _tool_entries(
         return out  # still running: its result comes with the next change
     failed = status == "error"
     output = text(state.get("error") if failed else state.get("output"))
-    if not output and not failed:
-        return out
     metadata = _obj(state.get("metadata"))
     code = metadata.get("exit")
     exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    if not output:
+        if not failed and not exit_code:
+            return out  # nothing to show, nothing failed
+        output = f"[exit code {exit_code}]" if exit_code else "[failed]"
     command = shell_command(state.get("input")) if name in _SHELL_TOOLS else None
     out.append(
         Entry(

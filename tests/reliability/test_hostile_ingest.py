@@ -28,7 +28,9 @@ from tests.reliability.conftest import cli, snapshot
 
 WS = "tenant"
 ERROR_LINE = re.compile(r"^pgsearch: error: (?P<path>.+?)(?::(?P<line>\d+))?: (?P<reason>.+)$")
-CLAUDE_FIXTURE = next((EXAMPLES.parent.parent / "tests" / "fixtures" / "claude-code").glob("*"))
+CLAUDE_FIXTURE = next(
+    (EXAMPLES.parent.parent / "tests" / "fixtures" / "claude-code").glob("*.jsonl")
+)
 
 
 def line(**fields: Any) -> bytes:
