@@ -10,6 +10,7 @@ Directories are searched for the files of every format pgsearch reads:
   (``storage/message/<id>/``) and their parts (``storage/part/<message>/``) into
   the document ``opencode export`` writes, so a change in any of them is a change
   of the session. OpenCode's message and part files are not sources of their own.
+  Exports named like their session (``ses_<id>.json``) are found too.
 
 Other ``*.json`` files under a directory are not sessions and are left alone; a file
 named on the command line is read whatever its name.
@@ -44,8 +45,8 @@ def is_opencode_session(path: Path) -> bool:
 
 def _is_session_document(path: Path) -> bool:
     name = path.name
-    if name.startswith("checkpoint-") and name.endswith(".json"):
-        return True
+    if name.startswith(("checkpoint-", "ses_")) and name.endswith(".json"):
+        return True  # a Gemini CLI saved chat; an OpenCode session or its export
     if name.startswith("session-") and name.endswith(".json") and path.parent.name == "chats":
         return True
     return is_opencode_session(path)

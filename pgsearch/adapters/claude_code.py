@@ -545,7 +545,7 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
     """Entries of the lines of ``data[start:]`` (one per content block), titles and
     sub-agent links, under the lenient line policy."""
     parser = _Parser(data, start, path=path, header=header)
-    if header.parent_session_id is not None:
+    if header.parent_session_id is not None and not _internal(header):
         parser.parsed.parents[header.session_id] = header.parent_session_id
     return read_lines(
         data, start, first_line, path=path, parsed=parser.parsed, handle=parser.handle

@@ -61,7 +61,7 @@ VERSION = 1
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "warning", "error"})
 _SHELL_TOOLS = frozenset({"run_shell_command", "shell"})
 #: Message records start with their id (Gemini CLI writes them with JSON.stringify).
-_RECORD_ID_RE = re.compile(rb'(?m)^\{"id":"([^"\\]{1,256})"')
+_RECORD_ID_RE = re.compile(rb'(?m)^\{\s*"id"\s*:\s*"([^"\\]{1,256})"')
 #: The context message Gemini CLI sends before the first prompt of a chat.
 _SETUP_PREFIX = "This is the Gemini CLI."
 

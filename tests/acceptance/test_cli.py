@@ -126,7 +126,10 @@ def test_readme_flow_migrate_ingest_search(empty_dsn: str, tmp_path: Path) -> No
 
     ingested = pgsearch("ingest", str(EXAMPLES), "--workspace", "demo", dsn=empty_dsn, cwd=tmp_path)
     out = ok(ingested)
-    assert "3 files, 3 sessions, 21 messages, 0 skipped, 0 errors" in out
+    assert (
+        "3 files (0 unchanged), 3 sessions, 21 messages added, 0 already stored, "
+        "0 bad lines skipped, 0 errors"
+    ) in out
 
     out = ok(pgsearch("search", "advisory lock", "-w", "demo", dsn=empty_dsn, cwd=tmp_path))
     first = out.splitlines()[0]
@@ -275,7 +278,7 @@ def test_ingest_of_a_missing_path_is_a_one_line_error(dsn: str, tmp_path: Path) 
 def test_reingest_changes_nothing(demo: str) -> None:
     before = json.loads(ok(pgsearch("stats", "-w", "demo", "--json", dsn=demo)))
     out = ok(pgsearch("ingest", str(EXAMPLES), "-w", "demo", "--quiet", dsn=demo))
-    assert "0 messages" in out
+    assert out.startswith("3 files (3 unchanged), 0 sessions, 0 messages added, 0 already stored")
     after = json.loads(ok(pgsearch("stats", "-w", "demo", "--json", dsn=demo)))
     assert after["workspaces"] == before["workspaces"]
 

@@ -386,7 +386,7 @@ def test_a_sub_agents_own_file_is_a_session_linked_to_its_parent(
 def test_claude_codes_compaction_helper_is_not_stored() -> None:
     path = SUBAGENTS / MAIN_UI / "subagents" / "agent-acompact-5d1e2f.jsonl"
     parsed = parse_all(path)
-    assert parsed.entries == [] and parsed.recognised > 0
+    assert (parsed.entries, parsed.parents) == ([], {}) and parsed.recognised > 0
 
 
 def test_summary_lines_title_the_session_of_the_message_they_name() -> None:
