@@ -315,7 +315,11 @@ def _render_result(result: SessionQueryResult, workspace: str) -> str:
 )
 @click.option("--cursor", default=None, help="Continue from a previous page's cursor.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--explain", is_flag=True, help="Also print each SQL statement and its plan.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Also print the search's plan, then each SQL statement and its server plan.",
+)
 @pass_ctx
 @handle_errors
 def search(
@@ -359,12 +363,17 @@ def search(
     if as_json:
         data = result.to_json()
         if explain:
+            if result.trace is not None:
+                data["plan"] = result.trace.to_json()
             data["explain"] = list(result.explain)
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
         return
     if explain:
-        for plan in result.explain:
-            click.echo(plan)
+        if result.trace is not None:
+            click.echo(result.trace.describe())
+            click.echo("")
+        for statement in result.explain:
+            click.echo(statement)
             click.echo("")
     click.echo(_render_result(result, workspace))
 

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pgsearch.errors import InvalidQuery
@@ -61,3 +62,29 @@ def request_fingerprint(scope: Scope, req: SessionQueryRequest, kinds: Sequence[
         str(req.per_session),
     ]
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+#: Where a ranked page ends: `ranking.Ranked.order_key` of its last hit.
+RankedPosition = tuple[float, float, str, int]
+#: Where a browse page ends: the last entry's time, session and seq.
+BrowsePosition = tuple[datetime, str, int]
+
+
+def ranked_position(position: list[Any] | None) -> RankedPosition | None:
+    """A decoded cursor's position in a ranked result, else `InvalidQuery`."""
+    if position is None:
+        return None
+    try:
+        return (float(position[0]), float(position[1]), str(position[2]), int(position[3]))
+    except (IndexError, TypeError, ValueError):
+        raise InvalidQuery("cursor is malformed") from None
+
+
+def browse_position(position: list[Any] | None) -> BrowsePosition | None:
+    """A decoded cursor's position in a browse listing, else `InvalidQuery`."""
+    if position is None:
+        return None
+    try:
+        return (datetime.fromisoformat(str(position[0])), str(position[1]), int(position[2]))
+    except (IndexError, TypeError, ValueError):
+        raise InvalidQuery("cursor is malformed") from None

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pgsearch import policy
 from pgsearch.messages import Entry
-from pgsearch.normalize import term_positions, tsvector_literal
+from pgsearch.normalize import MAX_POSITION, term_positions, tsvector_literal
 from pgsearch.settings import IndexPolicy
 
 #: A tsvector must stay under 1 MB; stop adding new terms well before that.
@@ -77,7 +77,7 @@ def index_session_fields(title: str | None, summary: str | None, *, max_chars: i
     shifted = []
     for part in summary_ix.tsvector.split(" "):
         term, _, plist = part.rpartition(":")
-        nums = [f"{min(int(p[:-1]) + offset, 16383)}B" for p in plist.split(",")]
+        nums = [f"{min(int(p[:-1]) + offset, MAX_POSITION)}B" for p in plist.split(",")]
         shifted.append(f"{term}:{','.join(nums)}")
     terms = tuple(dict.fromkeys(title_ix.terms + summary_ix.terms))
     return IndexedText(

@@ -41,6 +41,7 @@ from pgsearch.indexing import IndexedText, index_entry, index_session_fields
 from pgsearch.messages import Entry, entry_from_object
 from pgsearch.settings import Settings
 from pgsearch.sources import find_sources, read_source
+from pgsearch.types import MAX_ID_CHARS
 from pgsearch.validate import check_workspace
 
 log = logging.getLogger(__name__)
@@ -636,8 +637,8 @@ class Ingestor:
     def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
         """Append messages to a session; searchable once this returns (committed)."""
         check_workspace(workspace)
-        if not session_id or len(session_id) > 256:
-            raise IngestError("session_id must be 1 to 256 characters")
+        if not session_id or len(session_id) > MAX_ID_CHARS:
+            raise IngestError(f"session_id must be 1 to {MAX_ID_CHARS} characters")
         entries: list[Entry] = []
         calls: dict[str, str] = {}
         for i, obj in enumerate(messages):

@@ -26,10 +26,10 @@ from typing import Any
 
 from pgsearch import policy
 from pgsearch.errors import IngestError
+from pgsearch.types import MAX_ID_CHARS
 
 #: Longest accepted line (bytes). Larger lines are rejected, not truncated.
 MAX_LINE_BYTES = 32 * 1024 * 1024
-MAX_ID_CHARS = 256
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _KNOWN_FIELDS = frozenset(
     {
@@ -69,7 +69,7 @@ class Entry:
     tool_call_ids: tuple[str, ...] = field(default=())
 
     def tool_names(self) -> list[str]:
-        return [n for n in (self.tool_name or "").split(", ") if n]
+        return policy.split_tool_names(self.tool_name)
 
 
 def _clean_str(value: str) -> str:
@@ -237,7 +237,7 @@ def entry_from_object(
     if kind_value is not None:
         kind = kind_value
     if names:
-        tool_name = ", ".join(names)
+        tool_name = policy.join_tool_names(names)
     if kind == policy.SUMMARY and summary is None:
         summary = text
     extra = {k: clean(v) for k, v in obj.items() if k not in _KNOWN_FIELDS}

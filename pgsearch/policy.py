@@ -10,6 +10,8 @@ an excerpt.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Final
 
 from pgsearch.settings import IndexPolicy
 
@@ -29,6 +31,9 @@ ALL_KINDS = MESSAGE_KINDS + BOOKKEEPING_KINDS
 #: What a search covers when the request names no kinds.
 DEFAULT_SEARCH_KINDS = (USER_TEXT, ASSISTANT_TEXT, TOOL_INPUT, TOOL_ERROR)
 ROLES = ("user", "assistant", "tool", "system")
+
+#: An entry with several tool calls stores their names in `tool_name` joined by this.
+TOOL_NAME_SEPARATOR: Final = ", "
 
 _ERROR_PREFIXES = ("error:", "blocked:")
 #: Programs whose exit status 1 means "nothing found", not a failure.
@@ -187,17 +192,11 @@ def indexable_text(
     return scrub_secrets(text)
 
 
-def role_weight(kind: str, role: str) -> float:
-    """Reference weights: a user's words outrank the same words from the assistant."""
-    if role == "user":
-        return USER_WEIGHT
-    if kind == TOOL_INPUT:
-        return TOOL_CALL_WEIGHT
-    return ASSISTANT_WEIGHT
+def join_tool_names(names: Iterable[str]) -> str:
+    """The stored `tool_name` of an entry calling these tools."""
+    return TOOL_NAME_SEPARATOR.join(names)
 
 
-#: The user states intent and facts; the assistant mostly restates them.
-USER_WEIGHT = 1.5
-#: A tool call records what was actually done, so it ranks between the two.
-TOOL_CALL_WEIGHT = 1.3
-ASSISTANT_WEIGHT = 1.0
+def split_tool_names(tool_name: str | None) -> list[str]:
+    """The tool names of a stored `tool_name` (none for None or empty)."""
+    return [name for name in (tool_name or "").split(TOOL_NAME_SEPARATOR) if name]

@@ -15,6 +15,11 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
+
+from pgsearch import policy
+from pgsearch.rows import How
+from pgsearch.settings import RELATIVE_FLOOR
 
 K1 = 1.2
 B = 0.75
@@ -30,8 +35,15 @@ FUZZY_2 = 0.5
 #: A longer word starting with a short query word (`conf` → `config`).
 PREFIX = 0.6
 
+# Score factors: a candidate message's BM25 score is multiplied by each of these (see
+# `message_score`, the one place they are applied).
+#: The user states intent and facts; the assistant mostly restates them.
+USER_WEIGHT = 1.5
+#: A tool call records what was actually done, so it ranks between the two.
+TOOL_CALL_WEIGHT = 1.3
+ASSISTANT_WEIGHT = 1.0
 #: A message in a session whose title matches the whole query is boosted x2, whose
-#: summary does x3 (partial matches proportionally less; see `search`).
+#: summary does x3 (partial matches proportionally less; see `plan.field_hits`).
 TITLE_BOOST = 2.0
 SUMMARY_BOOST = 3.0
 #: A message containing a quoted phrase (or a CJK run) in order is boosted.
@@ -39,8 +51,6 @@ PHRASE_BOOST = 1.5
 #: BM25 is multiplied by the IDF-weighted share of the query a document covers, to
 #: this power (Lucene's classic coordination factor is the plain share, power 1).
 COVERAGE_EXPONENT = 1.0
-#: Hits scoring below this share of the top score are dropped.
-RELATIVE_FLOOR = 0.15
 
 
 def idf(n: int, df: int) -> float:
@@ -64,6 +74,9 @@ class Expansion:
     weight: float
     df: int
     sf: int = 0
+    #: How the term was found for the word, and its edit distance (typo expansions).
+    how: How = "exact"
+    distance: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +152,31 @@ class Scorer:
         return total, matched
 
 
+def role_weight(kind: str, role: str) -> float:
+    """Reference weights: a user's words outrank the same words from the assistant."""
+    if role == "user":
+        return USER_WEIGHT
+    if kind == policy.TOOL_INPUT:
+        return TOOL_CALL_WEIGHT
+    return ASSISTANT_WEIGHT
+
+
+def message_score(
+    base: float, *, kind: str, role: str, phrase_hit: bool, field_boost: float | None
+) -> float:
+    """A candidate message's score: its BM25 `base` times each score factor, in order.
+
+    A new factor goes here (its constant beside the others above), so that every
+    candidate gets it and nothing else needs to change.
+    """
+    score = base * role_weight(kind, role)
+    if phrase_hit:
+        score *= PHRASE_BOOST
+    if field_boost is not None:
+        score *= field_boost
+    return score
+
+
 def score_document(
     tfs: dict[str, int],
     length: int,
@@ -163,6 +201,9 @@ class Ranked:
     score: float
     created_at: datetime
     matched: frozenset[str]
+    #: Set when the session's title or summary, not the entry itself, matched: the
+    #: entry is where the hit points, the excerpt comes from that field.
+    matched_in: Literal["title", "summary"] | None = None
 
     @property
     def order_key(self) -> tuple[float, float, str, int]:

@@ -1,41 +1,57 @@
-"""The search engine: query → vocabulary expansion → indexed candidates → BM25 → page.
+"""The search engine: one request's pipeline, from validation to a page of matches.
 
-1. The query is normalised and split like documents (`normalize.query_words`).
-2. Each word is expanded against the workspace vocabulary in one indexed statement:
-   the term itself, terms with the same English stem and, for 3-4 letter words not
-   found as written, terms starting with it. Words of 5+ letters not found as
-   written (or rarer than `TRUSTED_DF`) are also matched to terms one edit away
-   (two from 9 letters) through a trigram GIN on the vocabulary; the edit distance
-   is re-checked with rapidfuzz.
-3. Candidate messages come from the tsvector GIN index with every filter in the same
-   statement: first the AND of all word groups, then, if that left room, an OR over
-   the groups that are not stop-like. Each statement is capped; when a group is
-   common enough that the cap could bind, the newest matches are taken.
-4. Session titles and summaries are matched the same way through their own index.
-5. Candidates are scored in Python (`ranking`), floored, collapsed per session and
-   paged with a signed keyset cursor; excerpts come from the indexed text only.
+`SearchEngine.search` runs, in one read transaction:
 
-Every statement runs with sequential scans disabled locally (see `Connector`).
+    validate -> parse -> read statistics -> expand the words against the vocabulary
+    -> plan the candidates -> read them -> match session titles/summaries -> score
+    -> rank and page -> materialise the page (excerpts from the indexed text only).
+
+Every decision is a pure function of `pgsearch.plan` (its docstring has the rules
+and a glossary) or `pgsearch.ranking`; this module sequences them and runs the
+statements they call for (`_Reads`). Every statement runs with sequential scans
+disabled locally (see `Connector`), so each goes through an index.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any
 
-from rapidfuzz.distance import Levenshtein
-
-from pgsearch import policy, ranking
-from pgsearch.cursor import CursorCodec, request_fingerprint
-from pgsearch.db import queries as q
+from pgsearch import policy
+from pgsearch.cursor import (
+    BrowsePosition,
+    CursorCodec,
+    browse_position,
+    ranked_position,
+    request_fingerprint,
+)
+from pgsearch.db import queries
 from pgsearch.db.store import Cursor, Store
-from pgsearch.errors import InvalidQuery, ScopeError
-from pgsearch.excerpt import clip, make_excerpt, utf8_len
-from pgsearch.normalize import QueryWord, query_words, stem
-from pgsearch.settings import Settings
+from pgsearch.excerpt import clip, make_excerpt
+from pgsearch.plan import (
+    CandidatePlan,
+    FieldHit,
+    FieldPlan,
+    Filters,
+    Group,
+    ParsedQuery,
+    SearchTrace,
+    VocabularyLookup,
+    choose_expansions,
+    field_hits,
+    fuzzy_targets,
+    orphan_hits,
+    parse_query,
+    plan_candidates,
+    plan_fields,
+    score_candidates,
+    vocabulary_lookup,
+)
+from pgsearch.ranking import Ranked, page_after, rank
+from pgsearch.rows import BrowseRow, CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
+from pgsearch.settings import IndexPolicy, Settings
 from pgsearch.types import (
     DEFAULT_EXCERPT_BYTES,
     MAX_EXCERPT_BYTES,
@@ -46,31 +62,221 @@ from pgsearch.types import (
     SessionQueryRequest,
     SessionQueryResult,
 )
-from pgsearch.validate import check_key, check_names, check_time
+from pgsearch.validate import validate_request
 
 log = logging.getLogger(__name__)
 
-#: A query word found in at least this many documents is taken as spelled right.
-TRUSTED_DF = 3
-#: Trigram neighbours fetched per word before the edit-distance check.
-FUZZY_FETCH = 32
-PREFIX_FETCH = 16
-#: Below this document frequency no word counts as stop-like, whatever its share.
-STOP_MIN_DF = 50
 MIN_EXCERPT_BYTES = 40
 MAX_TITLE_BYTES = 300
 
 
-@dataclass(slots=True)
-class _Candidate:
-    session_id: str
-    seq: int
-    kind: str
-    role: str
-    created_at: datetime
-    length: int
-    tfs: dict[str, int]
-    phrase_hit: bool
+@dataclass(frozen=True, kw_only=True)
+class Paging:
+    """Which page of a result a request asks for, and how to name the next one."""
+
+    limit: int
+    excerpt_bytes: int
+    codec: CursorCodec
+    fingerprint: str
+    #: The position decoded from the request's cursor (None: the first page).
+    after: list[Any] | None
+
+    def next_cursor(self, position: list[Any]) -> str:
+        return self.codec.encode(self.fingerprint, position)
+
+
+class SearchEngine:
+    """Runs `SessionQueryRequest`s for a `Scope` through a `Store`."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    def search(
+        self, scope: Scope, request: SessionQueryRequest, *, explain: bool = False
+    ) -> SessionQueryResult:
+        """A page of the matches for `request` within `scope`.
+
+        An empty query browses the newest entries in scope. With `explain`, the result
+        also carries every statement with its server plan and a `SearchTrace` of what
+        was planned.
+        """
+        filters = validate_request(scope, request, self.settings)
+        query = parse_query(request.query, max_terms=self.settings.max_query_terms)
+        statements: list[str] | None = [] if explain else None
+        with self.store.transaction(
+            scope.workspace,
+            search=True,
+            timeout_ms=self.settings.statement_timeout_ms,
+            context="searching",
+        ) as cur:
+            reads = _Reads(self.store, cur, statements)
+            codec = reads.cursor_codec()
+            fingerprint = request_fingerprint(scope, request, filters.kinds)
+            paging = Paging(
+                limit=min(request.limit, MAX_LIMIT),
+                excerpt_bytes=min(
+                    request.excerpt_bytes or DEFAULT_EXCERPT_BYTES, MAX_EXCERPT_BYTES
+                ),
+                codec=codec,
+                fingerprint=fingerprint,
+                after=codec.decode(request.cursor, fingerprint) if request.cursor else None,
+            )
+            if not request.query.strip():
+                result = self._browse(reads, filters, request.per_session, paging)
+                trace = SearchTrace(mode="browse")
+            elif not query.words:
+                result = SessionQueryResult(
+                    matches=(),
+                    searched=self._searched(reads, filters),
+                    notice="the query has no searchable words",
+                )
+                trace = SearchTrace(mode="no_words")
+            else:
+                result, trace = self._ranked_search(
+                    reads, filters, query, request.per_session, paging
+                )
+        if statements is None:
+            return result
+        done = tuple(statements)
+        return replace(result, explain=done, trace=replace(trace, statements=done))
+
+    def _ranked_search(
+        self,
+        reads: _Reads,
+        filters: Filters,
+        query: ParsedQuery,
+        per_session: bool,
+        paging: Paging,
+    ) -> tuple[SessionQueryResult, SearchTrace]:
+        settings = self.settings
+        stats = reads.search_stats(filters)
+        searched = stats.in_scope if filters.only_kinds else reads.count_in_scope(filters)
+        found = reads.expand(filters.workspace, vocabulary_lookup(query))
+        groups = choose_expansions(query, found, max_expansions=settings.max_expansions)
+        if not groups:
+            return SessionQueryResult(matches=(), searched=searched), SearchTrace(
+                mode="unknown_words"
+            )
+        plan = plan_candidates(query, groups, stats, settings)
+        candidates = reads.candidates(filters, plan)
+        field_plan = plan_fields(filters, groups, stats, settings)
+        fields: dict[str, FieldHit] = {}
+        if field_plan is not None:
+            field_rows = reads.session_fields(filters.workspace, field_plan)
+            fields = field_hits(field_rows, plan.groups, stats)
+        orphans = orphan_hits(candidates, fields)
+        anchors = reads.session_anchors(filters.workspace, orphans) if orphans else {}
+        scored = score_candidates(candidates, plan.groups, stats, fields, anchors)
+        ranked = rank(scored, per_session=per_session, floor=settings.relative_floor)
+        page, more = page_after(ranked, ranked_position(paging.after), paging.limit)
+        result = SessionQueryResult(
+            matches=tuple(self._materialise(reads, filters.workspace, page, paging)),
+            searched=searched,
+            next_cursor=paging.next_cursor(list(page[-1].order_key)) if more and page else None,
+            candidates_capped=len(candidates) >= plan.cap,
+        )
+        return result, SearchTrace(mode="ranked", plan=plan, field_plan=field_plan)
+
+    def _browse(
+        self, reads: _Reads, filters: Filters, per_session: bool, paging: Paging
+    ) -> SessionQueryResult:
+        searched = self._searched(reads, filters)
+        rows = reads.browse(
+            filters,
+            per_session=per_session,
+            after=browse_position(paging.after),
+            limit=paging.limit + 1,
+        )
+        more = len(rows) > paging.limit
+        rows = rows[: paging.limit]
+        page = [Ranked(r.session_id, r.seq, r.kind, 0.0, r.created_at, frozenset()) for r in rows]
+        next_cursor = None
+        if more and rows:
+            last = rows[-1]
+            next_cursor = paging.next_cursor(
+                [last.created_at.isoformat(), last.session_id, last.seq]
+            )
+        return SessionQueryResult(
+            matches=tuple(self._materialise(reads, filters.workspace, page, paging)),
+            searched=searched,
+            next_cursor=next_cursor,
+        )
+
+    def _searched(self, reads: _Reads, filters: Filters) -> int:
+        """Entries in scope: from the statistics when only kinds filter, else counted."""
+        if filters.only_kinds:
+            return reads.search_stats(filters).in_scope
+        return reads.count_in_scope(filters)
+
+    def _materialise(
+        self, reads: _Reads, workspace: str, page: Sequence[Ranked], paging: Paging
+    ) -> list[SessionMatch]:
+        if not page:
+            return []
+        return materialise(
+            page,
+            reads.messages(workspace, page),
+            workspace=workspace,
+            excerpt_bytes=paging.excerpt_bytes,
+            index_policy=self.settings.index_policy,
+        )
+
+
+def materialise(
+    page: Sequence[Ranked],
+    messages: Mapping[tuple[str, int], StoredMessage],
+    *,
+    workspace: str,
+    excerpt_bytes: int,
+    index_policy: IndexPolicy,
+) -> list[SessionMatch]:
+    """The matches of a page: each hit's stored entry with an excerpt around its terms
+    (from the title or summary for a hit on those); hits no longer stored are left out."""
+    if not page:
+        return []
+    # The whole result stays under MAX_RESULT_BYTES whatever the page size asks.
+    per_hit = (MAX_RESULT_BYTES - 200 * len(page)) // len(page) - MAX_TITLE_BYTES
+    budget = max(min(excerpt_bytes, per_hit), MIN_EXCERPT_BYTES)
+    matches: list[SessionMatch] = []
+    for hit in page:
+        m = messages.get((hit.session_id, hit.seq))
+        if m is None:
+            continue
+        if hit.matched_in is not None:
+            text = (m.summary if hit.matched_in == "summary" else m.title) or ""
+            excerpt = make_excerpt(policy.scrub_secrets(text), hit.matched, budget)
+        else:
+            text = policy.indexable_text(
+                m.kind,
+                m.content,
+                tool_names=policy.split_tool_names(m.tool_name),
+                arguments=m.arguments,
+                policy=index_policy,
+            )
+            excerpt = make_excerpt(text, hit.matched, budget)
+        matches.append(
+            SessionMatch(
+                workspace_id=workspace,
+                session_id=m.session_id,
+                entry_id=m.entry_id or f"{m.session_id}:{m.seq}",
+                seq=m.seq,
+                kind=hit.matched_in or m.kind,
+                turn=m.turn,
+                role=m.role,
+                tool_name=m.tool_name,
+                excerpt=excerpt,
+                created_at=m.created_at,
+                score=hit.score,
+                title=clip(policy.scrub_secrets(m.title), MAX_TITLE_BYTES) if m.title else None,
+                parent_session_id=m.parent_session_id,
+            )
+        )
+    return matches
+
+
+# --- the statements of a search ----------------------------------------------------------
+# Today through `Store.run`; the store's named reads take `_Reads`' place one for one.
 
 
 def parse_tf(text: str | None) -> dict[str, int]:
@@ -87,600 +293,208 @@ def _quote(term: str) -> str:
     return "'" + term.replace("'", "''").replace("\\", "\\\\") + "'"
 
 
-def tsquery_and(groups: Sequence[Sequence[ranking.Expansion]]) -> str:
+def tsquery_and(groups: Sequence[Group] | Sequence[Sequence[Any]]) -> str:
+    """Every group (word) present: AND of ORs of its expansions."""
     return " & ".join("(" + " | ".join(_quote(e.term) for e in g) + ")" for g in groups)
 
 
-def _share_chunks(
-    words: list[QueryWord], expanded: dict[str, list[ranking.Expansion]]
-) -> dict[str, list[ranking.Expansion]]:
-    """Words typed as one unquoted chunk (`resolve_dirs(config)`, `7.9.5`, a CJK run)
-    name one thing: they share one word's weight instead of adding up."""
-    size: dict[int, set[str]] = {}
-    for w in words:
-        if not w.quoted:
-            size.setdefault(w.unit, set()).add(w.text)
-    share: dict[str, float] = {}
-    for w in words:
-        n = len(size.get(w.unit, ()))
-        if n > 1:
-            share.setdefault(w.text, 1.0 / n)
-    return {
-        text: [replace(e, weight=e.weight * share[text]) for e in group] if text in share else group
-        for text, group in expanded.items()
-    }
-
-
-def _units(
-    words: list[QueryWord], expanded: dict[str, list[ranking.Expansion]]
-) -> list[list[list[ranking.Expansion]]]:
-    """Query chunks as lists of word groups; a chunk with an unknown word cannot match."""
-    by_unit: dict[int, list[str]] = {}
-    for w in words:
-        by_unit.setdefault(w.unit, [])
-        if w.text not in by_unit[w.unit]:
-            by_unit[w.unit].append(w.text)
-    units = []
-    seen: set[tuple[str, ...]] = set()
-    for texts in by_unit.values():
-        key = tuple(texts)
-        if key in seen or not all(t in expanded for t in texts):
-            continue
-        seen.add(key)
-        units.append([expanded[t] for t in texts])
-    return units
-
-
-def tsquery_or(groups: Sequence[Sequence[ranking.Expansion]]) -> str:
+def tsquery_or(groups: Sequence[Group] | Sequence[Sequence[Any]]) -> str:
+    """Any expansion of any group present."""
     return " | ".join(_quote(e.term) for g in groups for e in g)
 
 
 def tsquery_phrases(phrases: Sequence[Sequence[str]]) -> str | None:
+    """Any phrase of two or more words present in order."""
     parts = ["(" + " <-> ".join(_quote(t) for t in p) + ")" for p in phrases if len(p) > 1]
     return " | ".join(parts) or None
 
 
-class SearchEngine:
-    """Runs `SessionQueryRequest`s for a `Scope` through a `Store`."""
+def candidate_tsquery(plan: CandidatePlan) -> str:
+    """The candidate statement's match: every word, or any driving unit."""
+    if plan.strategy in ("all_words", "all_words_newest"):
+        return tsquery_and(plan.drivers[0])
+    return " | ".join(f"({tsquery_and(unit)})" for unit in plan.drivers)
 
-    def __init__(self, store: Store, settings: Settings) -> None:
+
+def _stored_message(row: Sequence[Any]) -> StoredMessage:
+    sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments, *fields = row
+    title, summary, parent = (*fields, None, None, None)[:3]
+    return StoredMessage(
+        session_id=sid,
+        seq=seq,
+        entry_id=entry_id,
+        kind=kind,
+        role=role,
+        turn=turn,
+        tool_name=tool_name,
+        created_at=created_at,
+        content=content,
+        arguments=arguments,
+        title=title,
+        summary=summary,
+        parent_session_id=parent,
+    )
+
+
+class _Reads:
+    """The statements of one search transaction, each returning typed rows.
+
+    `Store.run` records each statement and its server plan in `statements` when the
+    search is explained.
+    """
+
+    def __init__(self, store: Store, cur: Cursor, statements: list[str] | None) -> None:
         self.store = store
-        self.settings = settings
+        self.cur = cur
+        self.statements = statements
 
-    # --- validation ---------------------------------------------------------------
+    def _run(self, statement: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return self.store.run(self.cur, statement, params, explain=self.statements)
 
-    def _validate(self, scope: Scope, req: SessionQueryRequest) -> q.Filters:
-        if not isinstance(req, SessionQueryRequest):
-            raise InvalidQuery("request must be a SessionQueryRequest")
-        if req.workspace_id is not None and req.workspace_id != scope.workspace:
-            raise ScopeError(
-                f"this provider is bound to workspace {scope.workspace!r}; "
-                f"a request cannot search workspace {req.workspace_id!r}"
-            )
-        session = scope.session_id
-        if req.session_id is not None:
-            if scope.session_id is not None and req.session_id != scope.session_id:
-                raise ScopeError(
-                    f"this provider is bound to session {scope.session_id!r}; "
-                    f"a request cannot search session {req.session_id!r}"
-                )
-            session = req.session_id
-        if not isinstance(req.query, str):
-            raise InvalidQuery("query must be a string")
-        if len(req.query) > self.settings.max_query_chars:
-            raise InvalidQuery(
-                f"query is {len(req.query):,} characters; the limit is "
-                f"{self.settings.max_query_chars:,}"
-            )
-        if isinstance(req.limit, bool) or not isinstance(req.limit, int) or req.limit < 1:
-            raise InvalidQuery("limit must be a positive integer")
-        if (
-            isinstance(req.excerpt_bytes, bool)
-            or not isinstance(req.excerpt_bytes, int)
-            or req.excerpt_bytes < 1
-        ):
-            raise InvalidQuery("excerpt_bytes must be a positive integer")
-        if req.cursor is not None and not isinstance(req.cursor, str):
-            raise InvalidQuery("cursor must be a string from a previous result")
-        kinds = check_names(req.kinds, "kinds") or policy.DEFAULT_SEARCH_KINDS
-        roles = check_names(req.roles, "roles")
-        bad = [k for k in kinds if k not in policy.ALL_KINDS]
-        if bad:
-            raise InvalidQuery(
-                f"unknown kind {bad[0]!r}; known kinds: {', '.join(policy.ALL_KINDS)}"
-            )
-        bad = [r for r in roles if r not in policy.ROLES]
-        if bad:
-            raise InvalidQuery(f"unknown role {bad[0]!r}; roles: {', '.join(policy.ROLES)}")
-        since = check_time(req.since, "since")
-        until = check_time(req.until, "until")
-        if since and until and since >= until:
-            raise InvalidQuery("since must be earlier than until")
-        for name, value in (("tool_name", req.tool_name), ("session_id", session)):
-            if value is not None:
-                check_key(name, value)
-        return q.Filters(
-            workspace=scope.workspace,
-            kinds=kinds,
-            session_id=session,
-            roles=roles,
-            tool_name=req.tool_name,
-            since=since,
-            until=until,
+    def cursor_codec(self) -> CursorCodec:
+        return CursorCodec(self.store.cursor_key(self.cur))
+
+    def search_stats(self, filters: Filters) -> SearchStats:
+        rows = self._run(
+            queries.SEARCH_STATS, {"ws": filters.workspace, "kinds": list(filters.kinds)}
+        )
+        n_indexed, total_len, in_scope, n_fields, fields_len = (int(v) for v in rows[0])
+        return SearchStats(
+            n_indexed=n_indexed,
+            total_len=total_len,
+            in_scope=in_scope,
+            n_fields=n_fields,
+            fields_len=fields_len,
         )
 
-    # --- entry point --------------------------------------------------------------
+    def count_in_scope(self, filters: Filters) -> int:
+        sql, params = queries.count_sql(filters)
+        return int(self._run(sql, params)[0][0])
 
-    def search(
-        self, scope: Scope, req: SessionQueryRequest, *, explain: bool = False
-    ) -> SessionQueryResult:
-        filters = self._validate(scope, req)
-        limit = min(req.limit, MAX_LIMIT)
-        excerpt_bytes = min(req.excerpt_bytes or DEFAULT_EXCERPT_BYTES, MAX_EXCERPT_BYTES)
-        words, phrases = query_words(req.query)
-        distinct = list(dict.fromkeys(w.text for w in words))
-        if len(distinct) > self.settings.max_query_terms:
-            raise InvalidQuery(
-                f"query has {len(distinct)} distinct words; the limit is "
-                f"{self.settings.max_query_terms}"
-            )
-        plans: list[str] | None = [] if explain else None
-        with self.store.transaction(
-            scope.workspace,
-            search=True,
-            timeout_ms=self.settings.statement_timeout_ms,
-            context="searching",
-        ) as cur:
-            codec = CursorCodec(self.store.cursor_key(cur))
-            fingerprint = request_fingerprint(scope, req, filters.kinds)
-            after = codec.decode(req.cursor, fingerprint) if req.cursor else None
-            if not req.query.strip():
-                result = self._browse(
-                    cur, filters, req, limit, excerpt_bytes, codec, fingerprint, after, plans
-                )
-            elif not words:
-                searched = self._searched(cur, filters, plans)
-                result = SessionQueryResult(
-                    matches=(), searched=searched, notice="the query has no searchable words"
-                )
-            else:
-                result = self._search(
-                    cur,
-                    filters,
-                    req,
-                    words,
-                    phrases,
-                    limit,
-                    excerpt_bytes,
-                    codec,
-                    fingerprint,
-                    after,
-                    plans,
-                )
-        if plans is not None:
-            return SessionQueryResult(
-                matches=result.matches,
-                searched=result.searched,
-                next_cursor=result.next_cursor,
-                candidates_capped=result.candidates_capped,
-                notice=result.notice,
-                explain=tuple(plans),
-            )
-        return result
-
-    # --- pieces -------------------------------------------------------------------
-
-    def _searched(self, cur: Cursor, f: q.Filters, plans: list[str] | None) -> int:
-        if f.only_kinds:
-            rows = self.store.run(
-                cur, q.SEARCH_STATS, {"ws": f.workspace, "kinds": list(f.kinds)}, explain=plans
-            )
-            return int(rows[0][2])
-        sql, params = q.count_sql(f)
-        return int(self.store.run(cur, sql, params, explain=plans)[0][0])
-
-    def _expand(
-        self, cur: Cursor, ws: str, words: list[QueryWord], plans: list[str] | None
-    ) -> dict[str, list[ranking.Expansion]]:
-        """Vocabulary expansions of each distinct query word (words with none left out)."""
-        texts = list(dict.fromkeys(w.text for w in words))
-        cjk = {w.text for w in words if w.cjk}
-        stems = [t if t in cjk else stem(t) for t in texts]
-        prefix = [t not in cjk and 3 <= len(t) <= 4 and not t.isdigit() for t in texts]
-        rows = self.store.run(
-            cur,
-            q.EXPAND_EXACT,
-            {
-                "ws": ws,
-                "words": texts,
-                "stems": stems,
-                "prefix": prefix,
-                "prefix_limit": PREFIX_FETCH,
-            },
-            explain=plans,
-        )
-        groups: list[dict[str, ranking.Expansion]] = [{} for _ in texts]
-        exact_df = [0] * len(texts)
-        prefix_rows: list[tuple[int, ranking.Expansion]] = []
-        for i, term, df, sf, how in rows:
-            idx = int(i) - 1
-            if how == "exact":
-                exact_df[idx] = int(df) + int(sf)
-                groups[idx][term] = ranking.Expansion(idx, term, ranking.EXACT, int(df), int(sf))
-            elif how == "stem":
-                groups[idx].setdefault(
-                    term, ranking.Expansion(idx, term, ranking.STEM, int(df), int(sf))
-                )
-            else:
-                prefix_rows.append(
-                    (idx, ranking.Expansion(idx, term, ranking.PREFIX, int(df), int(sf)))
-                )
-        for idx, exp in prefix_rows:
-            if exact_df[idx] < TRUSTED_DF:
-                groups[idx].setdefault(exp.term, exp)
-        fuzzy_idx = [
-            i
-            for i, t in enumerate(texts)
-            if t not in cjk
-            and len(t) >= 5
-            and not any(c.isdigit() for c in t)
-            and exact_df[i] < TRUSTED_DF
-        ]
-        if fuzzy_idx:
-            rows = self.store.run(
-                cur,
-                q.EXPAND_FUZZY,
-                {"ws": ws, "words": [texts[i] for i in fuzzy_idx], "fuzzy_limit": FUZZY_FETCH},
-                explain=plans,
-            )
-            found: dict[int, list[tuple[int, int, str, int]]] = {}
-            for i, term, df, sf in rows:
-                idx = fuzzy_idx[int(i) - 1]
-                word = texts[idx]
-                allowed = 1 if len(word) <= 8 else 2
-                dist = Levenshtein.distance(word, term, score_cutoff=allowed)
-                if dist <= allowed:
-                    found.setdefault(idx, []).append((dist, -(int(df) + int(sf)), term, int(sf)))
-            for idx, options in found.items():
-                options.sort()
-                for dist, neg_df, term, sf in options[: self.settings.max_expansions]:
-                    weight = ranking.FUZZY_1 if dist <= 1 else ranking.FUZZY_2
-                    groups[idx].setdefault(
-                        term, ranking.Expansion(idx, term, weight, -neg_df - sf, sf)
-                    )
-        return {texts[i]: list(g.values()) for i, g in enumerate(groups) if g}
-
-    def _search(
-        self,
-        cur: Cursor,
-        f: q.Filters,
-        req: SessionQueryRequest,
-        words: list[QueryWord],
-        phrases: list[list[str]],
-        limit: int,
-        excerpt_bytes: int,
-        codec: CursorCodec,
-        fingerprint: str,
-        after: list[Any] | None,
-        plans: list[str] | None,
-    ) -> SessionQueryResult:
-        stats = self.store.run(
-            cur, q.SEARCH_STATS, {"ws": f.workspace, "kinds": list(f.kinds)}, explain=plans
-        )
-        n_indexed, total_len, kind_total, n_fields, fields_len = (int(v) for v in stats[0])
-        searched = kind_total if f.only_kinds else self._searched(cur, f, plans)
-        expanded = _share_chunks(words, self._expand(cur, f.workspace, words, plans))
-        groups = list(expanded.values())
-        if not groups:
-            return SessionQueryResult(matches=(), searched=searched)
-        corpus = ranking.Corpus(n_indexed, total_len)
-        terms = sorted({e.term for g in groups for e in g})
-        phrase_q = tsquery_phrases(phrases)
-        cap = self.settings.candidate_cap
-        stop_df = max(self.settings.stop_df_ratio * n_indexed, STOP_MIN_DF)
-
-        def group_df(g: list[ranking.Expansion]) -> int:
-            return sum(e.df for e in g)
-
-        candidates: dict[tuple[str, int], _Candidate] = {}
-        capped = False
-
-        def fetch(
-            tsq: str,
-            newest_first: bool,
-            room: int,
-            unit_queries: list[str] | None = None,
-            unit_weights: list[float] | None = None,
-        ) -> None:
-            nonlocal capped
-            if unit_queries is None:
-                sql, params = q.candidates_sql(f, newest_first=newest_first)
-            else:
-                sql, params = q.candidates_by_coverage_sql(f)
-                params.update({"unit_q": unit_queries, "unit_w": unit_weights})
-            params.update({"terms": terms, "phrase": phrase_q, "tsq": tsq, "cap": room})
-            rows = self.store.run(cur, sql, params, explain=plans)
-            if len(rows) >= room:
-                capped = True
-            for sid, seq, kind, role, created, length, tfs, phrase_hit in rows:
-                key = (sid, seq)
-                if key in candidates:
-                    continue
-                counts = parse_tf(tfs)
-                candidates[key] = _Candidate(
-                    sid, seq, kind, role, created, length, counts, bool(phrase_hit)
-                )
-
-        units = _units(words, expanded)
-        unit_dfs = [min(map(group_df, u)) for u in units]
-        selective = sorted(
-            (i for i, d in enumerate(unit_dfs) if d < stop_df), key=lambda i: unit_dfs[i]
-        )
-        if len(units) < 2 or not selective:
-            # One unit, or only stop-like ones: documents holding every word; the
-            # newest first when more than the cap may match. Words this common say
-            # little about which of their documents is meant, so fewer are re-ranked.
-            room = cap if selective else min(cap, self.settings.stop_candidate_cap)
-            fetch(tsquery_and(groups), min(map(group_df, groups)) > room, room)
-        else:
-            # Documents holding any of the selective units (rarest first, as many as
-            # keep the scan bounded). When more than the cap may match, the cap keeps
-            # those covering the most of the query, each unit weighted by its IDF:
-            # documents with every word come first, common words only break ties.
-            drivers = [selective[0]]
-            total = unit_dfs[selective[0]]
-            for i in selective[1:]:
-                if total + unit_dfs[i] > self.settings.candidate_scan_limit:
-                    break
-                drivers.append(i)
-                total += unit_dfs[i]
-            tsq = " | ".join(f"({tsquery_and(units[i])})" for i in drivers)
-            if total <= cap:
-                fetch(tsq, False, cap)
-            else:
-                n = max(n_indexed, 1)
-                weights = [
-                    sum(ranking.idf(n, max(e.df for e in g)) for g in unit) for unit in units
-                ]
-                fetch(tsq, False, cap, [tsquery_and(u) for u in units], weights)
-
-        field_hits = self._session_fields(
-            cur, f, groups, ranking.Corpus(n_fields, fields_len), corpus, plans
-        )
-
-        scored: list[ranking.Ranked] = []
-        scorer = ranking.Scorer(groups, corpus)
-        for c in candidates.values():
-            base, matched = scorer.score(c.tfs, c.length)
-            if base <= 0:
-                continue
-            score = base * policy.role_weight(c.kind, c.role)
-            if c.phrase_hit:
-                score *= ranking.PHRASE_BOOST
-            boost = field_hits.get(c.session_id)
-            if boost is not None:
-                score *= boost[0]
-                matched = matched | boost[2]
-            scored.append(
-                ranking.Ranked(c.session_id, c.seq, c.kind, score, c.created_at, frozenset(matched))
-            )
-        with_messages = {c.session_id for c in candidates.values()}
-        orphans = [sid for sid in field_hits if sid not in with_messages]
-        first_entries: dict[str, tuple[Any, ...]] = {}
-        if orphans:
-            for row in self.store.run(
-                cur,
-                q.SESSION_ANCHOR_ENTRY,
-                {
-                    "ws": f.workspace,
-                    "sids": orphans,
-                    "summary_sids": [s for s in orphans if field_hits[s][3] == "summary"],
-                },
-                explain=plans,
-            ):
-                first_entries[row[0]] = row
-        for sid in orphans:
-            first = first_entries.get(sid)
-            if first is None:
-                continue
-            field_boost, field_score, field_terms, field_kind = field_hits[sid]
-            scored.append(
-                ranking.Ranked(
-                    sid,
-                    int(first[1]),
-                    field_kind,
-                    field_boost * field_score,
-                    first[7],
-                    frozenset(field_terms),
-                )
-            )
-
-        ranked = ranking.rank(
-            scored, per_session=req.per_session, floor=self.settings.relative_floor
-        )
-        position = None
-        if after is not None:
-            try:
-                position = (float(after[0]), float(after[1]), str(after[2]), int(after[3]))
-            except (IndexError, TypeError, ValueError):
-                raise InvalidQuery("cursor is malformed") from None
-        page, more = ranking.page_after(ranked, position, limit)
-        next_cursor = codec.encode(fingerprint, list(page[-1].order_key)) if more and page else None
-        matches = self._materialise(cur, f.workspace, page, excerpt_bytes, plans)
-        return SessionQueryResult(
-            matches=tuple(matches),
-            searched=searched,
-            next_cursor=next_cursor,
-            candidates_capped=capped,
-        )
-
-    def _session_fields(
-        self,
-        cur: Cursor,
-        f: q.Filters,
-        groups: list[list[ranking.Expansion]],
-        fields: ranking.Corpus,
-        messages: ranking.Corpus,
-        plans: list[str] | None,
-    ) -> dict[str, tuple[float, float, set[str], str]]:
-        """Sessions whose title/summary matches: boost, field score, terms, kind.
-
-        The boost grows with how much of the query the field covers, weighting each
-        word by its IDF: a title holding every rare word of the query doubles its
-        session's hits (a summary triples them), a title sharing only a common word
-        barely moves them. Words common among titles/summaries do not select sessions.
-        """
-        if f.roles or f.tool_name or f.since or f.until or fields.n == 0:
-            return {}
-        stop_sf = max(self.settings.stop_df_ratio * fields.n, STOP_MIN_DF)
-        selective = [g for g in groups if max(e.sf for e in g) < stop_sf]
-        if not selective:
-            return {}
-        params: dict[str, Any] = {
-            "ws": f.workspace,
-            "terms": sorted({e.term for g in groups for e in g}),
-            "tsq": tsquery_or(selective),
-            "cap": self.settings.candidate_cap,
+    def expand(self, workspace: str, lookup: VocabularyLookup) -> list[VocabRow]:
+        """Vocabulary rows for the lookup's words; typo neighbours in a second
+        statement, for the words `fuzzy_targets` names."""
+        params = {
+            "ws": workspace,
+            "words": list(lookup.words),
+            "stems": list(lookup.stems),
+            "prefix": list(lookup.prefix),
+            "prefix_limit": lookup.prefix_limit,
         }
-        sql = q.SESSION_FIELD_MATCHES
-        if f.session_id is not None:
-            sql = q.SESSION_FIELD_MATCHES_ONE
-            params["session_id"] = f.session_id
-        rows = self.store.run(cur, sql, params, explain=plans)
-        n = max(messages.n, 1)
-        weights = [ranking.idf(n, max(e.df for e in g)) for g in groups]
-        total_weight = sum(weights) or 1.0
-        out: dict[str, tuple[float, float, set[str], str]] = {}
-        for sid, field_len, tfs in rows:
-            counts: dict[str, int] = {}
-            where: dict[str, str] = {}
-            for item in tfs or ():
-                term, num, w = item.split(" ")
-                counts[term] = int(num)
-                where[term] = w
-            score, matched = ranking.score_document(
-                counts, int(field_len), groups, fields, use_sf=True
+        rows = [
+            VocabRow(word_index=int(i) - 1, term=term, df=int(df), sf=int(sf), how=how)
+            for i, term, df, sf, how in self._run(queries.EXPAND_EXACT, params)
+        ]
+        targets = fuzzy_targets(lookup, rows)
+        if targets:
+            params = {
+                "ws": workspace,
+                "words": [lookup.words[i] for i in targets],
+                "fuzzy_limit": lookup.fuzzy_limit,
+            }
+            rows.extend(
+                VocabRow(
+                    word_index=targets[int(i) - 1], term=term, df=int(df), sf=int(sf), how="fuzzy"
+                )
+                for i, term, df, sf in self._run(queries.EXPAND_FUZZY, params)
             )
-            if score <= 0:
-                continue
-            in_title = sum(
-                w
-                for g, w in zip(groups, weights, strict=True)
-                if any("A" in where.get(e.term, "") for e in g)
+        return rows
+
+    def candidates(self, filters: Filters, plan: CandidatePlan) -> list[CandidateRow]:
+        if plan.strategy == "any_unit_by_coverage":
+            sql, params = queries.candidates_by_coverage_sql(filters)
+            params.update(
+                unit_q=[tsquery_and(unit) for unit, _ in plan.coverage],
+                unit_w=[weight for _, weight in plan.coverage],
             )
-            in_summary = sum(
-                w
-                for g, w in zip(groups, weights, strict=True)
-                if any("B" in where.get(e.term, "") for e in g)
+        else:
+            sql, params = queries.candidates_sql(filters, newest_first=plan.newest_first)
+        params.update(
+            terms=list(plan.terms),
+            phrase=tsquery_phrases(plan.phrases),
+            tsq=candidate_tsquery(plan),
+            cap=plan.cap,
+        )
+        return [
+            CandidateRow(
+                session_id=sid,
+                seq=seq,
+                kind=kind,
+                role=role,
+                created_at=created_at,
+                length=length,
+                tfs=parse_tf(tfs),
+                phrase_hit=bool(phrase_hit),
             )
-            title_boost = 1 + (ranking.TITLE_BOOST - 1) * in_title / total_weight
-            summary_boost = 1 + (ranking.SUMMARY_BOOST - 1) * in_summary / total_weight
-            kind = "summary" if summary_boost > title_boost else "title"
-            out[sid] = (max(title_boost, summary_boost), score, matched, kind)
+            for sid, seq, kind, role, created_at, length, tfs, phrase_hit in self._run(sql, params)
+        ]
+
+    def session_fields(self, workspace: str, plan: FieldPlan) -> list[FieldRow]:
+        params: dict[str, Any] = {
+            "ws": workspace,
+            "terms": list(plan.terms),
+            "tsq": tsquery_or(plan.selective),
+            "cap": plan.cap,
+        }
+        sql = queries.SESSION_FIELD_MATCHES
+        if plan.session_id is not None:
+            sql = queries.SESSION_FIELD_MATCHES_ONE
+            params["session_id"] = plan.session_id
+        out: list[FieldRow] = []
+        for sid, field_len, entries in self._run(sql, params):
+            # "term count weights": weight A marks title positions, B summary ones.
+            tfs: dict[str, int] = {}
+            in_title: set[str] = set()
+            in_summary: set[str] = set()
+            for item in entries or ():
+                term, count, weights = item.split(" ")
+                tfs[term] = int(count)
+                if "A" in weights:
+                    in_title.add(term)
+                if "B" in weights:
+                    in_summary.add(term)
+            out.append(
+                FieldRow(
+                    session_id=sid,
+                    field_len=int(field_len),
+                    tfs=tfs,
+                    in_title=frozenset(in_title),
+                    in_summary=frozenset(in_summary),
+                )
+            )
         return out
 
-    def _materialise(
-        self,
-        cur: Cursor,
-        ws: str,
-        page: list[ranking.Ranked],
-        excerpt_bytes: int,
-        plans: list[str] | None,
-    ) -> list[SessionMatch]:
-        if not page:
-            return []
-        rows = self.store.run(
-            cur,
-            q.FETCH_MESSAGES,
-            {"ws": ws, "sids": [h.session_id for h in page], "seqs": [h.seq for h in page]},
-            explain=plans,
-        )
-        by_key = {(r[0], r[1]): r for r in rows}
-        # The whole result stays under MAX_RESULT_BYTES whatever the page size asks.
-        per_hit = (MAX_RESULT_BYTES - 200 * len(page)) // len(page) - MAX_TITLE_BYTES
-        budget = max(min(excerpt_bytes, per_hit), MIN_EXCERPT_BYTES)
-        matches: list[SessionMatch] = []
-        for hit in page:
-            row = by_key.get((hit.session_id, hit.seq))
-            if row is None:
-                continue
-            (
-                sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments,
-                title, summary, parent_session_id,
-            ) = row  # fmt: skip
-            if hit.kind in ("title", "summary"):
-                text = (summary if hit.kind == "summary" else title) or ""
-                excerpt = make_excerpt(policy.scrub_secrets(text), hit.matched, budget)
-                kind = hit.kind
-            else:
-                text = policy.indexable_text(
-                    kind,
-                    content,
-                    tool_names=[n for n in (tool_name or "").split(", ") if n],
-                    arguments=arguments,
-                    policy=self.settings.index_policy,
-                )
-                excerpt = make_excerpt(text, hit.matched, budget)
-            matches.append(
-                SessionMatch(
-                    workspace_id=ws,
-                    session_id=sid,
-                    entry_id=entry_id or f"{sid}:{seq}",
-                    seq=seq,
-                    kind=kind,
-                    turn=turn,
-                    role=role,
-                    tool_name=tool_name,
-                    excerpt=excerpt,
-                    created_at=created_at,
-                    score=hit.score,
-                    title=clip(policy.scrub_secrets(title), MAX_TITLE_BYTES) if title else None,
-                    parent_session_id=parent_session_id,
-                )
-            )
-        return matches
+    def session_anchors(
+        self, workspace: str, hits: Mapping[str, FieldHit]
+    ) -> dict[str, StoredMessage]:
+        """The entry each title/summary-only hit points at, by session."""
+        params = {
+            "ws": workspace,
+            "sids": list(hits),
+            "summary_sids": [sid for sid, hit in hits.items() if hit.matched_in == "summary"],
+        }
+        rows = self._run(queries.SESSION_ANCHOR_ENTRY, params)
+        return {m.session_id: m for m in map(_stored_message, rows)}
 
-    def _browse(
-        self,
-        cur: Cursor,
-        f: q.Filters,
-        req: SessionQueryRequest,
-        limit: int,
-        excerpt_bytes: int,
-        codec: CursorCodec,
-        fingerprint: str,
-        after: list[Any] | None,
-        plans: list[str] | None,
-    ) -> SessionQueryResult:
-        searched = self._searched(cur, f, plans)
-        sql, params = q.browse_sql(f, per_session=req.per_session, after=after is not None)
-        params["limit"] = limit + 1
+    def messages(
+        self, workspace: str, page: Sequence[Ranked]
+    ) -> dict[tuple[str, int], StoredMessage]:
+        params = {
+            "ws": workspace,
+            "sids": [h.session_id for h in page],
+            "seqs": [h.seq for h in page],
+        }
+        rows = self._run(queries.FETCH_MESSAGES, params)
+        return {(m.session_id, m.seq): m for m in map(_stored_message, rows)}
+
+    def browse(
+        self, filters: Filters, *, per_session: bool, after: BrowsePosition | None, limit: int
+    ) -> list[BrowseRow]:
+        sql, params = queries.browse_sql(filters, per_session=per_session, after=after is not None)
+        params["limit"] = limit
         if after is not None:
-            try:
-                params.update(
-                    c_time=datetime.fromisoformat(str(after[0])),
-                    c_sid=str(after[1]),
-                    c_seq=int(after[2]),
-                )
-            except (IndexError, TypeError, ValueError):
-                raise InvalidQuery("cursor is malformed") from None
-        rows = self.store.run(cur, sql, params, explain=plans)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        page = [
-            ranking.Ranked(sid, seq, kind, 0.0, created, frozenset())
-            for sid, seq, kind, _role, created in rows
+            params.update(c_time=after[0], c_sid=after[1], c_seq=after[2])
+        return [
+            BrowseRow(session_id=sid, seq=seq, kind=kind, role=role, created_at=created_at)
+            for sid, seq, kind, role, created_at in self._run(sql, params)
         ]
-        matches = self._materialise(cur, f.workspace, page, excerpt_bytes, plans)
-        next_cursor = None
-        if more and rows:
-            last = rows[-1]
-            next_cursor = codec.encode(fingerprint, [last[4].isoformat(), last[0], last[1]])
-        return SessionQueryResult(
-            matches=tuple(matches), searched=searched, next_cursor=next_cursor
-        )
-
-
-def text_size(result: SessionQueryResult) -> int:
-    """UTF-8 bytes of text a result carries (excerpts and titles)."""
-    return sum(utf8_len(m.excerpt) + utf8_len(m.title or "") for m in result.matches)

@@ -16,6 +16,10 @@ from pgsearch.errors import ConfigError
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 
+#: Hits scoring below this share of the top score are dropped (the `Settings`
+#: default, and `ranking.rank`'s).
+RELATIVE_FLOOR = 0.15
+
 #: Kinds whose text can be indexed beyond the defaults; see `IndexPolicy`.
 OPTIONAL_INDEX_KINDS = ("tool_arguments", "tool_output", "system")
 
@@ -65,7 +69,7 @@ class Settings:
     #: is "stop-like": it never drives an OR top-up on its own.
     stop_df_ratio: float = 0.05
     #: Hits below this share of the top score are dropped.
-    relative_floor: float = 0.15
+    relative_floor: float = RELATIVE_FLOOR
     #: Most fuzzy expansions kept per query word.
     max_expansions: int = 8
     #: pg_trgm similarity a vocabulary term needs before edit distance is checked.

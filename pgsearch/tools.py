@@ -29,9 +29,11 @@ from pgsearch import policy
 from pgsearch.errors import InvalidQuery, PgSearchError, ScopeError
 from pgsearch.excerpt import clip, truncate_bytes, utf8_len
 from pgsearch.messages import parse_time
+from pgsearch.settings import Settings
 from pgsearch.types import (
     DEFAULT_CONTEXT,
     DEFAULT_LIMIT,
+    MAX_ID_CHARS,
     MAX_LIMIT,
     MAX_RESULT_BYTES,
     MAX_WINDOW,
@@ -48,8 +50,6 @@ AROUND = "session_around"
 MESSAGES = "session_messages"
 #: Output formats of `tool_schemas` (and `pgsearch tool-schema --format`).
 SCHEMA_FORMATS = ("openai", "anthropic", "mcp")
-MAX_QUERY_CHARS = 2000
-MAX_ID_CHARS = 256
 
 
 class ScopedProvider(Protocol):
@@ -99,7 +99,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
             "properties": {
                 "query": {
                     "type": "string",
-                    "maxLength": MAX_QUERY_CHARS,
+                    "maxLength": Settings().max_query_chars,
                     "description": "Words to look for; empty or absent lists the newest entries.",
                 },
                 "kinds": {

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pgsearch.plan import SearchTrace
 
 #: Results per page when the request does not say, and the most any request gets.
 DEFAULT_LIMIT = 10
@@ -17,6 +20,9 @@ DEFAULT_CONTEXT = 3
 MAX_WINDOW = 16
 #: One result never carries more text than this (bytes, excerpts and titles).
 MAX_RESULT_BYTES = 30_000
+#: Longest stored key (session id, entry id, tool name), in characters: longer ones
+#: are rejected on ingest and could never match in a request.
+MAX_ID_CHARS = 256
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +91,8 @@ class SessionQueryResult:
     notice: str | None = None
     #: Diagnostics: the statements run and their plans (``explain=True`` only).
     explain: tuple[str, ...] = field(default=(), compare=False)
+    #: Diagnostics: the search's plans and statements (``explain=True`` only).
+    trace: SearchTrace | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {

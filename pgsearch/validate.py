@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pgsearch.errors import ConfigError, InvalidQuery
+from pgsearch import policy
+from pgsearch.errors import ConfigError, InvalidQuery, ScopeError
+from pgsearch.plan import Filters
+from pgsearch.settings import Settings
+from pgsearch.types import MAX_ID_CHARS, Scope, SessionQueryRequest
 
 MAX_WORKSPACE_CHARS = 200
 
@@ -25,7 +29,7 @@ def check_workspace(workspace: str) -> str:
     return workspace
 
 
-def check_key(name: str, value: object, *, max_chars: int = 256) -> str:
+def check_key(name: str, value: object, *, max_chars: int = MAX_ID_CHARS) -> str:
     """`value` if it can name a stored key (session id, tool name), else `InvalidQuery`.
 
     Keys are 1 to `max_chars` characters of valid Unicode without NUL: anything else
@@ -60,3 +64,60 @@ def check_time(value: datetime | None, name: str) -> datetime | None:
     if not isinstance(value, datetime):
         raise InvalidQuery(f"{name} must be a datetime")
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def validate_request(scope: Scope, request: SessionQueryRequest, settings: Settings) -> Filters:
+    """The filters of a search request in `scope`, else `InvalidQuery` or `ScopeError`."""
+    if not isinstance(request, SessionQueryRequest):
+        raise InvalidQuery("request must be a SessionQueryRequest")
+    if request.workspace_id is not None and request.workspace_id != scope.workspace:
+        raise ScopeError(
+            f"this provider is bound to workspace {scope.workspace!r}; "
+            f"a request cannot search workspace {request.workspace_id!r}"
+        )
+    session = scope.session_id
+    if request.session_id is not None:
+        if scope.session_id is not None and request.session_id != scope.session_id:
+            raise ScopeError(
+                f"this provider is bound to session {scope.session_id!r}; "
+                f"a request cannot search session {request.session_id!r}"
+            )
+        session = request.session_id
+    if not isinstance(request.query, str):
+        raise InvalidQuery("query must be a string")
+    if len(request.query) > settings.max_query_chars:
+        raise InvalidQuery(
+            f"query is {len(request.query):,} characters; the limit is {settings.max_query_chars:,}"
+        )
+    limit = request.limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidQuery("limit must be a positive integer")
+    excerpt = request.excerpt_bytes
+    if isinstance(excerpt, bool) or not isinstance(excerpt, int) or excerpt < 1:
+        raise InvalidQuery("excerpt_bytes must be a positive integer")
+    if request.cursor is not None and not isinstance(request.cursor, str):
+        raise InvalidQuery("cursor must be a string from a previous result")
+    kinds = check_names(request.kinds, "kinds") or policy.DEFAULT_SEARCH_KINDS
+    roles = check_names(request.roles, "roles")
+    bad = [k for k in kinds if k not in policy.ALL_KINDS]
+    if bad:
+        raise InvalidQuery(f"unknown kind {bad[0]!r}; known kinds: {', '.join(policy.ALL_KINDS)}")
+    bad = [r for r in roles if r not in policy.ROLES]
+    if bad:
+        raise InvalidQuery(f"unknown role {bad[0]!r}; roles: {', '.join(policy.ROLES)}")
+    since = check_time(request.since, "since")
+    until = check_time(request.until, "until")
+    if since and until and since >= until:
+        raise InvalidQuery("since must be earlier than until")
+    for name, value in (("tool_name", request.tool_name), ("session_id", session)):
+        if value is not None:
+            check_key(name, value)
+    return Filters(
+        workspace=scope.workspace,
+        kinds=kinds,
+        session_id=session,
+        roles=roles,
+        tool_name=request.tool_name,
+        since=since,
+        until=until,
+    )

@@ -8,6 +8,9 @@ from typing import Any
 
 import psycopg
 
+from pgsearch.excerpt import utf8_len
+from pgsearch.types import SessionQueryResult
+
 
 def write_jsonl(path: Path, messages: list[dict[str, Any]] | list[str]) -> Path:
     lines = [m if isinstance(m, str) else json.dumps(m, ensure_ascii=False) for m in messages]
@@ -102,3 +105,8 @@ def message_keys(dsn: str, workspace: str) -> list[tuple[str, int]]:
                 (workspace,),
             ).fetchall()
         ]
+
+
+def text_size(result: SessionQueryResult) -> int:
+    """UTF-8 bytes of text a result carries (excerpts and titles)."""
+    return sum(utf8_len(m.excerpt) + utf8_len(m.title or "") for m in result.matches)

@@ -22,7 +22,8 @@ from pathlib import PurePath
 from typing import Any
 
 from pgsearch.errors import IngestError
-from pgsearch.messages import MAX_ID_CHARS, MAX_LINE_BYTES, Entry, clean, parse_time
+from pgsearch.messages import MAX_LINE_BYTES, Entry, clean, parse_time
+from pgsearch.types import MAX_ID_CHARS
 
 #: How many leading lines a header scan (session id, working directory) reads.
 HEADER_LINES = 64

@@ -54,7 +54,8 @@ from pgsearch.adapters.common import (
     timestamp,
 )
 from pgsearch.errors import IngestError
-from pgsearch.messages import MAX_ID_CHARS, Entry
+from pgsearch.messages import Entry
+from pgsearch.types import MAX_ID_CHARS
 
 NAME = "gemini"
 VERSION = 1

@@ -7,8 +7,11 @@ Each search-time shape has an EXPLAIN test (tests/integration/test_explain.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any, LiteralString
+
+from pgsearch.plan import Filters
+from pgsearch.policy import TOOL_NAME_SEPARATOR
 
 # --- ingest -------------------------------------------------------------------------
 
@@ -359,53 +362,31 @@ SELECT message_count FROM sessions WHERE workspace_id = %(ws)s AND session_id = 
 # --- search builders ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class Filters:
-    """Scope and filters of one search, applied inside the candidate statement."""
-
-    workspace: str
-    kinds: tuple[str, ...]
-    session_id: str | None = None
-    roles: tuple[str, ...] = ()
-    tool_name: str | None = None
-    since: Any = None
-    until: Any = None
-
-    def clauses(self) -> tuple[LiteralString, dict[str, Any]]:
-        sql: LiteralString = "m.workspace_id = %(ws)s AND m.kind = ANY(%(kinds)s::text[])"
-        params: dict[str, Any] = {"ws": self.workspace, "kinds": list(self.kinds)}
-        if self.session_id is not None:
-            sql += " AND m.session_id = %(session_id)s"
-            params["session_id"] = self.session_id
-        if self.roles:
-            sql += " AND m.role = ANY(%(roles)s::text[])"
-            params["roles"] = list(self.roles)
-        if self.tool_name is not None:
-            sql += " AND %(tool)s = ANY(string_to_array(m.tool_name, ', '))"
-            params["tool"] = self.tool_name
-        if self.since is not None:
-            sql += " AND m.created_at >= %(since)s"
-            params["since"] = self.since
-        if self.until is not None:
-            sql += " AND m.created_at < %(until)s"
-            params["until"] = self.until
-        return sql, params
-
-    @property
-    def only_kinds(self) -> bool:
-        """True when the scope is the workspace and kinds alone (stats answer counts)."""
-        return (
-            self.session_id is None
-            and not self.roles
-            and self.tool_name is None
-            and self.since is None
-            and self.until is None
-        )
+def filter_clauses(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
+    """The WHERE clauses (over ``messages m``) and parameters of a search's filters."""
+    sql: LiteralString = "m.workspace_id = %(ws)s AND m.kind = ANY(%(kinds)s::text[])"
+    params: dict[str, Any] = {"ws": filters.workspace, "kinds": list(filters.kinds)}
+    if filters.session_id is not None:
+        sql += " AND m.session_id = %(session_id)s"
+        params["session_id"] = filters.session_id
+    if filters.roles:
+        sql += " AND m.role = ANY(%(roles)s::text[])"
+        params["roles"] = list(filters.roles)
+    if filters.tool_name is not None:
+        sql += " AND %(tool)s = ANY(string_to_array(m.tool_name, '" + TOOL_NAME_SEPARATOR + "'))"
+        params["tool"] = filters.tool_name
+    if filters.since is not None:
+        sql += " AND m.created_at >= %(since)s"
+        params["since"] = filters.since
+    if filters.until is not None:
+        sql += " AND m.created_at < %(until)s"
+        params["until"] = filters.until
+    return sql, params
 
 
 def candidates_sql(filters: Filters, *, newest_first: bool) -> tuple[LiteralString, dict[str, Any]]:
     """Messages matching a tsquery within the filters, with the expanded terms' entries."""
-    where, params = filters.clauses()
+    where, params = filter_clauses(filters)
     sql: LiteralString = (
         "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
         # The query terms' entries of the tsvector (positions give tf): marking them
@@ -437,7 +418,7 @@ def candidates_by_coverage_sql(filters: Filters) -> tuple[LiteralString, dict[st
 
 def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     """How many entries the filters cover (when per-kind statistics cannot tell)."""
-    where, params = filters.clauses()
+    where, params = filter_clauses(filters)
     return "SELECT count(*) FROM messages m WHERE " + where, params
 
 
@@ -445,7 +426,7 @@ def browse_sql(
     filters: Filters, *, per_session: bool, after: bool
 ) -> tuple[LiteralString, dict[str, Any]]:
     """Newest entries in scope (optionally the newest per session), keyset-paged."""
-    where, params = filters.clauses()
+    where, params = filter_clauses(filters)
     sql: LiteralString = (
         "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at FROM messages m WHERE " + where
     )
@@ -455,14 +436,7 @@ def browse_sql(
             " AND (m.session_id, m.seq) > (%(c_sid)s, %(c_seq)s)))"
         )
     if per_session:
-        inner_where, _ = Filters(
-            workspace=filters.workspace,
-            kinds=filters.kinds,
-            roles=filters.roles,
-            tool_name=filters.tool_name,
-            since=filters.since,
-            until=filters.until,
-        ).clauses()
+        inner_where, _ = filter_clauses(replace(filters, session_id=None))
         inner: LiteralString = inner_where.replace("m.", "n.")
         sql += (
             " AND NOT EXISTS (SELECT 1 FROM messages n WHERE "

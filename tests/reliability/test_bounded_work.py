@@ -24,9 +24,10 @@ import pytest
 from pgsearch import PgSearch, SessionQueryRequest, Settings, StoreError
 from pgsearch.db.store import Store
 from pgsearch.excerpt import utf8_len
-from pgsearch.search import MAX_TITLE_BYTES, text_size
+from pgsearch.search import MAX_TITLE_BYTES
 from pgsearch.types import MAX_EXCERPT_BYTES, MAX_LIMIT, MAX_RESULT_BYTES, MAX_WINDOW
 from tests.conftest import Databases
+from tests.helpers import text_size
 from tests.reliability.conftest import cli
 
 WS = "bounded"

@@ -27,10 +27,10 @@ from pgsearch import InvalidQuery, PgSearch, ScopeError, SessionQueryRequest
 from pgsearch.api import Provider
 from pgsearch.errors import NotFound, PgSearchError
 from pgsearch.policy import ALL_KINDS, ROLES
-from pgsearch.search import text_size
 from pgsearch.settings import Settings
 from pgsearch.types import MAX_EXCERPT_BYTES, MAX_LIMIT, MAX_RESULT_BYTES, SessionQueryResult
 from tests.conftest import Databases
+from tests.helpers import text_size
 from tests.reliability.conftest import messages_seq_scans
 
 WS = "hostile"

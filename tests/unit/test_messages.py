@@ -114,6 +114,13 @@ def test_seq_is_the_zero_based_line_number_and_blank_lines_keep_it() -> None:
     assert [(e.seq, e.role) for e in entries] == [(0, "user"), (3, "assistant")]
 
 
+def test_utf8_byte_order_mark_is_skipped() -> None:
+    entries = list(
+        iter_jsonl(b'\xef\xbb\xbf{"role": "user", "content": "hi"}\n', path="x", session_id="s")
+    )
+    assert [(e.seq, e.content) for e in entries] == [(0, "hi")]
+
+
 def test_crlf_line_endings_are_accepted() -> None:
     data = b'{"role": "user", "content": "a"}\r\n{"role": "user", "content": "b"}\r\n'
     assert [e.content for e in parse(data)] == ["a", "b"]

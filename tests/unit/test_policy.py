@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pgsearch import policy
-from pgsearch.policy import indexable_text, is_tool_error, role_weight, scrub_secrets
+from pgsearch.policy import indexable_text, is_tool_error, scrub_secrets
+from pgsearch.ranking import role_weight
 from pgsearch.settings import IndexPolicy
 
 # -- the tool-error rule ------------------------------------------------------------

@@ -1,20 +1,15 @@
-"""Pure helpers of the search engine: tsquery text, tf parsing, cursors, units."""
+"""Pure helpers of the search engine: tsquery text, tf parsing, cursors, positions."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from pgsearch.cursor import CursorCodec
+from pgsearch.cursor import CursorCodec, browse_position, ranked_position
 from pgsearch.errors import InvalidQuery
-from pgsearch.normalize import query_words
 from pgsearch.ranking import Expansion
-from pgsearch.search import (
-    _units,
-    parse_tf,
-    tsquery_and,
-    tsquery_or,
-    tsquery_phrases,
-)
+from pgsearch.search import parse_tf, tsquery_and, tsquery_or, tsquery_phrases
 
 
 def exp(term: str, group: int = 0) -> Expansion:
@@ -35,16 +30,8 @@ def test_tsquery_text() -> None:
     assert tsquery_phrases([]) is None
 
 
-def test_units_group_chunks_and_drop_unknown_words() -> None:
-    words, _ = query_words("resolve_dirs(config) cron zzunknown")
-    expanded = {
-        "resolve": [exp("resolve")],
-        "dirs": [exp("dirs")],
-        "config": [exp("config")],
-        "cron": [exp("cron")],
-    }
-    units = _units(words, expanded)
-    assert [[g[0].term for g in u] for u in units] == [["resolve", "dirs", "config"], ["cron"]]
+def test_tsquery_text_quotes_what_tsquery_would_parse() -> None:
+    assert tsquery_or([[exp("it's"), exp("a\\b")]]) == "'it''s' | 'a\\\\b'"
 
 
 def test_cursor_round_trip_and_tamper() -> None:
@@ -59,10 +46,13 @@ def test_cursor_round_trip_and_tamper() -> None:
         codec.decode("!!!", "fp")
 
 
-def test_utf8_byte_order_mark_is_skipped() -> None:
-    from pgsearch.messages import iter_jsonl
-
-    entries = list(
-        iter_jsonl(b'\xef\xbb\xbf{"role": "user", "content": "hi"}\n', path="x", session_id="s")
-    )
-    assert [(e.seq, e.content) for e in entries] == [(0, "hi")]
+def test_cursor_positions_decode_or_fail_clearly() -> None:
+    assert ranked_position(None) is None
+    assert ranked_position([-1.5, -2, "s", "3"]) == (-1.5, -2.0, "s", 3)
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert browse_position([when.isoformat(), "s", 7]) == (when, "s", 7)
+    for bad in ([1.0], ["x", 1.0, "s", 1], []):
+        with pytest.raises(InvalidQuery, match="malformed"):
+            ranked_position(bad)
+    with pytest.raises(InvalidQuery, match="malformed"):
+        browse_position(["not a time", "s", 1])

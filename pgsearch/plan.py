@@ -1,0 +1,632 @@
+"""The candidate plan: which messages a search reads and how it scores them (pure).
+
+A search is planned in stages whose results are values, so each can be printed
+(``pgsearch search --explain``) and tested without a database:
+
+1. `parse_query` splits the query into words, phrases and units (`ParsedQuery`).
+2. `vocabulary_lookup` says which vocabulary terms to read for each word: the word,
+   its stem, for 3-4 letter words the terms it starts, and for longer words not
+   found often enough (`TRUSTED_DF`) the terms one or two edits away.
+   `choose_expansions` keeps the rows that qualify as one group per word.
+3. `plan_candidates` turns the groups and the workspace statistics into a
+   `CandidatePlan`: the strategy that picks candidate messages, the units that drive
+   it, the cap.
+4. `plan_fields` plans the match of session titles and summaries; `field_hits`
+   scores the sessions found.
+5. `score_candidates` scores the candidate messages, and the sessions found only by
+   their title or summary.
+
+Glossary
+--------
+word
+    A searchable piece of the query after normalising (`QueryWord`): a run of
+    letters and digits, or a CJK unigram or bigram.
+phrase
+    The words of quoted text, of a CJK run or of one whitespace-free chunk such as
+    ``resolve_dirs(config)``, in order. A message holding a phrase is boosted.
+unit
+    The words typed as one chunk (an unquoted token, or quoted text). A unit
+    matches all or nothing when it drives the candidate statement; a unit holding a
+    word the vocabulary does not know can never match, so it never drives.
+expansion
+    A vocabulary term standing for a word: the word itself, a same-stem form, a
+    longer term it starts, a term one or two edits away (`ranking.Expansion`), each
+    with its match weight.
+group
+    The expansions of one word. BM25 scores, per group, a document's best
+    expansion (`ranking.Scorer`).
+driver
+    A unit whose messages the candidate statement reads: AND inside a unit, OR
+    between the drivers.
+stop-like
+    A word found in at least `Settings.stop_df_ratio` of the workspace's messages
+    (and in `STOP_MIN_DF` of them). A unit whose rarest word is stop-like never
+    drives on its own: it would read most of the workspace.
+df, sf
+    Document frequency (messages holding a term) and session-field frequency
+    (sessions whose title or summary holds it), kept exact in `vocabulary`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from rapidfuzz.distance import Levenshtein
+
+from pgsearch import ranking
+from pgsearch.errors import InvalidQuery
+from pgsearch.normalize import QueryWord, query_words, stem
+from pgsearch.ranking import Corpus, Expansion, Ranked, Scorer
+from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
+from pgsearch.settings import Settings
+
+#: A query word found in at least this many messages and session fields together
+#: is taken as spelled right: it gets no prefix and no typo expansions, which would
+#: only add noise to a word the user evidently meant.
+TRUSTED_DF = 3
+#: Trigram neighbours read per word before the edit-distance check. Sharing trigrams
+#: is a far looser test than one or two edits, so most are rejected; they are read
+#: most similar first, so the likeliest spellings are among them.
+FUZZY_FETCH = 32
+#: Terms read per 3-4 letter word that they start, most frequent first: a short
+#: prefix can start thousands of terms, and the common ones are the likely meaning.
+PREFIX_FETCH = 16
+#: Below this document frequency no word counts as stop-like, whatever its share:
+#: in a small workspace a word in 5 % of the messages is still selective.
+STOP_MIN_DF = 50
+#: Shortest word that gets typo expansions; shorter words have too many neighbours.
+FUZZY_MIN_CHARS = 5
+#: Words up to this length are matched one edit away; longer ones two.
+ONE_EDIT_MAX_CHARS = 8
+#: Lengths of the words that get prefix expansions.
+PREFIX_CHARS = (3, 4)
+
+#: The expansions of one word.
+Group = tuple[Expansion, ...]
+#: The groups of one unit's words.
+Unit = tuple[Group, ...]
+Strategy = Literal["all_words", "all_words_newest", "any_unit", "any_unit_by_coverage"]
+
+
+# --- the request's scope -------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Filters:
+    """Scope and filters of one search, applied inside the candidate statement."""
+
+    workspace: str
+    kinds: tuple[str, ...]
+    session_id: str | None = None
+    roles: tuple[str, ...] = ()
+    tool_name: str | None = None
+    since: Any = None
+    until: Any = None
+
+    @property
+    def only_kinds(self) -> bool:
+        """True when the scope is the workspace and kinds alone (stats answer counts)."""
+        return self.session_id is None and not self.narrows_entries
+
+    @property
+    def narrows_entries(self) -> bool:
+        """True when a role, tool or time filter applies (titles cannot satisfy it)."""
+        return (
+            bool(self.roles)
+            or self.tool_name is not None
+            or self.since is not None
+            or self.until is not None
+        )
+
+
+# --- 1. the parsed query -------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParsedQuery:
+    """A query's words (in order, repeats kept) and its phrases."""
+
+    words: tuple[QueryWord, ...]
+    phrases: tuple[tuple[str, ...], ...]
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The distinct words, in order: what `VocabRow.word_index` counts."""
+        return tuple(dict.fromkeys(w.text for w in self.words))
+
+    @property
+    def unit_texts(self) -> tuple[tuple[str, ...], ...]:
+        """Each distinct unit's distinct words, in order."""
+        by_unit: dict[int, list[str]] = {}
+        for w in self.words:
+            texts = by_unit.setdefault(w.unit, [])
+            if w.text not in texts:
+                texts.append(w.text)
+        return tuple(dict.fromkeys(tuple(texts) for texts in by_unit.values()))
+
+    def shares(self) -> dict[str, float]:
+        """Words typed as one unquoted chunk (`resolve_dirs(config)`, `7.9.5`, a CJK
+        run) name one thing: each gets 1/n of a word's weight instead of adding up."""
+        size: dict[int, set[str]] = {}
+        for w in self.words:
+            if not w.quoted:
+                size.setdefault(w.unit, set()).add(w.text)
+        share: dict[str, float] = {}
+        for w in self.words:
+            n = len(size.get(w.unit, ()))
+            if n > 1:
+                share.setdefault(w.text, 1.0 / n)
+        return share
+
+    def units(self, groups: Mapping[str, Group]) -> tuple[Unit, ...]:
+        """The units as groups; a unit with a word that has no group cannot match."""
+        return tuple(
+            tuple(groups[t] for t in texts)
+            for texts in self.unit_texts
+            if all(t in groups for t in texts)
+        )
+
+
+def parse_query(query: str, *, max_terms: int) -> ParsedQuery:
+    """`query` split into words and phrases; `InvalidQuery` beyond `max_terms` words."""
+    words, phrases = query_words(query)
+    parsed = ParsedQuery(words=tuple(words), phrases=tuple(tuple(p) for p in phrases))
+    if len(parsed.texts) > max_terms:
+        raise InvalidQuery(
+            f"query has {len(parsed.texts)} distinct words; the limit is {max_terms}"
+        )
+    return parsed
+
+
+# --- 2. vocabulary expansion ---------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class VocabularyLookup:
+    """The vocabulary terms to read for each distinct query word (index-aligned)."""
+
+    words: tuple[str, ...]
+    stems: tuple[str, ...]
+    #: Read the terms the word starts (3-4 letter words that are not numbers).
+    prefix: tuple[bool, ...]
+    #: The word's shape allows typo expansions (not CJK, 5+ letters, no digit); they
+    #: are read only when the word itself is found fewer than `trusted_df` times.
+    fuzzy: tuple[bool, ...]
+    prefix_limit: int = PREFIX_FETCH
+    fuzzy_limit: int = FUZZY_FETCH
+    trusted_df: int = TRUSTED_DF
+
+
+def vocabulary_lookup(query: ParsedQuery) -> VocabularyLookup:
+    """What to read from the vocabulary for `query`'s words."""
+    cjk = {w.text for w in query.words if w.cjk}
+    texts = query.texts
+    return VocabularyLookup(
+        words=texts,
+        stems=tuple(t if t in cjk else stem(t) for t in texts),
+        prefix=tuple(t not in cjk and len(t) in PREFIX_CHARS and not t.isdigit() for t in texts),
+        fuzzy=tuple(
+            t not in cjk and len(t) >= FUZZY_MIN_CHARS and not any(c.isdigit() for c in t)
+            for t in texts
+        ),
+    )
+
+
+def _exact_df(rows: Iterable[VocabRow], n_words: int) -> list[int]:
+    """Per word, how often it is found as written (messages plus session fields)."""
+    found = [0] * n_words
+    for row in rows:
+        if row.how == "exact":
+            found[row.word_index] = row.df + row.sf
+    return found
+
+
+def fuzzy_targets(lookup: VocabularyLookup, exact_rows: Iterable[VocabRow]) -> tuple[int, ...]:
+    """Indexes of the words whose typo expansions are read: the shape allows them and
+    the word is found fewer than `trusted_df` times as written."""
+    exact_df = _exact_df(exact_rows, len(lookup.words))
+    return tuple(
+        i for i, shaped in enumerate(lookup.fuzzy) if shaped and exact_df[i] < lookup.trusted_df
+    )
+
+
+def choose_expansions(
+    query: ParsedQuery, rows: Sequence[VocabRow], *, max_expansions: int
+) -> dict[str, Group]:
+    """One group of expansions per query word found (words with none left out).
+
+    The word as written and its same-stem forms are always kept. Prefix and typo
+    terms count only for a word found fewer than `TRUSTED_DF` times; typo terms must
+    be one edit away (two from 9 letters), re-checked here because the trigram read
+    is looser, and the nearest, most frequent `max_expansions` are kept. Weights of
+    words typed as one chunk are shared (`ParsedQuery.shares`).
+    """
+    texts = query.texts
+    exact_df = _exact_df(rows, len(texts))
+    groups: list[dict[str, Expansion]] = [{} for _ in texts]
+    later: list[VocabRow] = []
+    for row in rows:
+        i = row.word_index
+        if row.how == "exact":
+            groups[i][row.term] = Expansion(i, row.term, ranking.EXACT, row.df, row.sf)
+        elif row.how == "stem":
+            groups[i].setdefault(
+                row.term, Expansion(i, row.term, ranking.STEM, row.df, row.sf, how="stem")
+            )
+        elif exact_df[i] < TRUSTED_DF:
+            later.append(row)
+    typos: dict[int, list[tuple[int, int, str, int, int]]] = {}
+    for row in later:
+        i = row.word_index
+        if row.how == "prefix":
+            groups[i].setdefault(
+                row.term, Expansion(i, row.term, ranking.PREFIX, row.df, row.sf, how="prefix")
+            )
+            continue
+        word = texts[i]
+        allowed = 1 if len(word) <= ONE_EDIT_MAX_CHARS else 2
+        distance = Levenshtein.distance(word, row.term, score_cutoff=allowed)
+        if distance <= allowed:
+            typos.setdefault(i, []).append((distance, -(row.df + row.sf), row.term, row.sf, row.df))
+    for i, options in typos.items():
+        options.sort()
+        for distance, _, term, sf, df in options[:max_expansions]:
+            weight = ranking.FUZZY_1 if distance <= 1 else ranking.FUZZY_2
+            groups[i].setdefault(
+                term, Expansion(i, term, weight, df, sf, how="fuzzy", distance=distance)
+            )
+    share = query.shares()
+    return {
+        texts[i]: tuple(replace(e, weight=e.weight * share[texts[i]]) for e in g.values())
+        if texts[i] in share
+        else tuple(g.values())
+        for i, g in enumerate(groups)
+        if g
+    }
+
+
+# --- 3. the candidate plan -----------------------------------------------------------
+
+
+def group_df(group: Group) -> int:
+    """Messages one word's expansions can match at most (their summed df)."""
+    return sum(e.df for e in group)
+
+
+def unit_df(unit: Unit) -> int:
+    """Messages a unit can match at most: those of its rarest word."""
+    return min(group_df(g) for g in unit)
+
+
+def stop_df(n_indexed: int, settings: Settings) -> float:
+    """The document frequency from which a word is stop-like."""
+    return max(settings.stop_df_ratio * n_indexed, STOP_MIN_DF)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidatePlan:
+    """Which messages the candidate statement reads, and how many.
+
+    - ``all_words``: messages holding every word (one unit, or only stop-like ones);
+    - ``all_words_newest``: the same, newest first, because more than the cap match;
+    - ``any_unit``: messages holding any driving unit (the selective units, rarest
+      first, while their summed df stays within ``candidate_scan_limit``);
+    - ``any_unit_by_coverage``: the same, but more than the cap may match, so the cap
+      keeps the messages covering the most IDF-weighted units (newest on ties).
+    """
+
+    strategy: Strategy
+    #: The units read: AND inside a unit, OR between units.
+    drivers: tuple[Unit, ...]
+    #: Every unit with its IDF weight (``any_unit_by_coverage`` only).
+    coverage: tuple[tuple[Unit, float], ...] = ()
+    #: Most candidate rows read.
+    cap: int
+    #: Each query word and its group of expansions (what candidates are scored on).
+    words: tuple[str, ...]
+    groups: tuple[Group, ...]
+    #: Every expansion term, sorted: the statement returns their frequencies.
+    terms: tuple[str, ...]
+    phrases: tuple[tuple[str, ...], ...]
+    #: Words at or above the stop-like document frequency, and that frequency.
+    stop_like: tuple[str, ...] = ()
+    stop_df: float = 0.0
+
+    @property
+    def newest_first(self) -> bool:
+        return self.strategy == "all_words_newest"
+
+    @property
+    def driver_df(self) -> int:
+        """Messages the drivers can match at most (their summed df)."""
+        return sum(unit_df(u) for u in self.drivers)
+
+    def unit_words(self, unit: Unit) -> list[str]:
+        """The query words a unit stands for."""
+        by_index = {g[0].group: w for w, g in zip(self.words, self.groups, strict=True)}
+        return [by_index[g[0].group] for g in unit]
+
+
+def plan_candidates(
+    query: ParsedQuery, groups: Mapping[str, Group], stats: SearchStats, settings: Settings
+) -> CandidatePlan:
+    """The candidate plan for `query`'s expanded words under these statistics."""
+    all_groups = tuple(groups.values())
+    units = query.units(groups)
+    dfs = [unit_df(u) for u in units]
+    threshold = stop_df(stats.n_indexed, settings)
+    selective = sorted((i for i, d in enumerate(dfs) if d < threshold), key=dfs.__getitem__)
+    cap = settings.candidate_cap
+    common: dict[str, Any] = {
+        "words": tuple(groups),
+        "groups": all_groups,
+        "terms": tuple(sorted({e.term for g in all_groups for e in g})),
+        "phrases": query.phrases,
+        "stop_like": tuple(w for w, g in groups.items() if group_df(g) >= threshold),
+        "stop_df": threshold,
+    }
+    if len(units) < 2 or not selective:
+        # One unit, or only stop-like ones: messages holding every word, the newest
+        # first when more than the cap may match. Words this common say little about
+        # which of their messages is meant, so fewer are re-ranked.
+        if not selective:
+            cap = min(cap, settings.stop_candidate_cap)
+        newest = min(map(group_df, all_groups)) > cap
+        return CandidatePlan(
+            strategy="all_words_newest" if newest else "all_words",
+            drivers=(all_groups,),
+            cap=cap,
+            **common,
+        )
+    # Messages holding any selective unit, rarest first, as many as keep the scan
+    # bounded. When more than the cap may match, the cap keeps those covering the most
+    # of the query, each unit weighted by its IDF: messages with every word come
+    # first, common words only break ties.
+    drivers = [selective[0]]
+    total = dfs[selective[0]]
+    for i in selective[1:]:
+        if total + dfs[i] > settings.candidate_scan_limit:
+            break
+        drivers.append(i)
+        total += dfs[i]
+    chosen = tuple(units[i] for i in drivers)
+    if total <= cap:
+        return CandidatePlan(strategy="any_unit", drivers=chosen, cap=cap, **common)
+    n = max(stats.n_indexed, 1)
+    coverage = tuple(
+        (unit, sum(ranking.idf(n, max(e.df for e in g)) for g in unit)) for unit in units
+    )
+    return CandidatePlan(
+        strategy="any_unit_by_coverage", drivers=chosen, coverage=coverage, cap=cap, **common
+    )
+
+
+# --- 4. session titles and summaries -------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldPlan:
+    """Sessions whose title or summary to match: any of the selective words."""
+
+    #: The words not common among titles and summaries (OR between them).
+    selective: tuple[Group, ...]
+    #: Every expansion term (the statement returns their frequencies and weights).
+    terms: tuple[str, ...]
+    cap: int
+    session_id: str | None = None
+
+
+def plan_fields(
+    filters: Filters, groups: Mapping[str, Group], stats: SearchStats, settings: Settings
+) -> FieldPlan | None:
+    """How to match titles and summaries, or None when they cannot help: a role, tool
+    or time filter (a title has none of those), no titles yet, or only words common
+    among titles."""
+    if filters.narrows_entries or stats.n_fields == 0:
+        return None
+    threshold = stop_df(stats.n_fields, settings)
+    selective = tuple(g for g in groups.values() if max(e.sf for e in g) < threshold)
+    if not selective:
+        return None
+    return FieldPlan(
+        selective=selective,
+        terms=tuple(sorted({e.term for g in groups.values() for e in g})),
+        cap=settings.candidate_cap,
+        session_id=filters.session_id,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldHit:
+    """A session whose title or summary matches: how much it boosts the session's
+    messages, its own score (for a session no message of which matched) and terms."""
+
+    boost: float
+    score: float
+    terms: frozenset[str]
+    matched_in: Literal["title", "summary"]
+
+
+def field_hits(
+    rows: Iterable[FieldRow], groups: Sequence[Group], stats: SearchStats
+) -> dict[str, FieldHit]:
+    """Sessions whose title/summary matches, by session id.
+
+    The boost grows with how much of the query the field covers, weighting each word
+    by its IDF among messages: a title holding every rare word of the query doubles
+    its session's hits (a summary triples them), a title sharing only a common word
+    barely moves them.
+    """
+    scorer = Scorer(groups, Corpus(stats.n_fields, stats.fields_len), use_sf=True)
+    n = max(stats.n_indexed, 1)
+    weights = [ranking.idf(n, max(e.df for e in g)) for g in groups]
+    total_weight = sum(weights) or 1.0
+    out: dict[str, FieldHit] = {}
+    for row in rows:
+        score, matched = scorer.score(row.tfs, row.field_len)
+        if score <= 0:
+            continue
+        in_title = sum(
+            w
+            for g, w in zip(groups, weights, strict=True)
+            if any(e.term in row.in_title for e in g)
+        )
+        in_summary = sum(
+            w
+            for g, w in zip(groups, weights, strict=True)
+            if any(e.term in row.in_summary for e in g)
+        )
+        title_boost = 1 + (ranking.TITLE_BOOST - 1) * in_title / total_weight
+        summary_boost = 1 + (ranking.SUMMARY_BOOST - 1) * in_summary / total_weight
+        out[row.session_id] = FieldHit(
+            boost=max(title_boost, summary_boost),
+            score=score,
+            terms=frozenset(matched),
+            matched_in="summary" if summary_boost > title_boost else "title",
+        )
+    return out
+
+
+# --- 5. scoring ----------------------------------------------------------------------
+
+
+def orphan_hits(
+    candidates: Iterable[CandidateRow], hits: Mapping[str, FieldHit]
+) -> dict[str, FieldHit]:
+    """The sessions found only by their title or summary (no candidate message)."""
+    with_messages = {c.session_id for c in candidates}
+    return {sid: hit for sid, hit in hits.items() if sid not in with_messages}
+
+
+def score_candidates(
+    candidates: Iterable[CandidateRow],
+    groups: Sequence[Group],
+    stats: SearchStats,
+    hits: Mapping[str, FieldHit],
+    anchors: Mapping[str, StoredMessage],
+) -> list[Ranked]:
+    """Scored hits: each candidate message (BM25 times the factors of
+    `ranking.message_score`), then each session found only by its title or summary,
+    at the entry `anchors` names for it."""
+    scorer = Scorer(groups, Corpus(stats.n_indexed, stats.total_len))
+    scored: list[Ranked] = []
+    seen: set[str] = set()
+    for c in candidates:
+        seen.add(c.session_id)
+        base, matched = scorer.score(c.tfs, c.length)
+        if base <= 0:
+            continue
+        hit = hits.get(c.session_id)
+        score = ranking.message_score(
+            base,
+            kind=c.kind,
+            role=c.role,
+            phrase_hit=c.phrase_hit,
+            field_boost=None if hit is None else hit.boost,
+        )
+        if hit is not None:
+            matched |= hit.terms
+        scored.append(Ranked(c.session_id, c.seq, c.kind, score, c.created_at, frozenset(matched)))
+    for sid, hit in hits.items():
+        anchor = anchors.get(sid)
+        if sid in seen or anchor is None:
+            continue
+        scored.append(
+            Ranked(
+                sid,
+                anchor.seq,
+                anchor.kind,
+                hit.boost * hit.score,
+                anchor.created_at,
+                hit.terms,
+                matched_in=hit.matched_in,
+            )
+        )
+    return scored
+
+
+# --- what --explain shows -------------------------------------------------------------
+
+
+def _expansion_text(e: Expansion) -> str:
+    how: str = e.how
+    if e.how == "fuzzy":
+        how += f", {e.distance} edit{'s' if e.distance > 1 else ''}"
+    return f"{e.term} ({how}, df {e.df}, sf {e.sf}, weight {e.weight:.3g})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchTrace:
+    """What a search decided and ran: its plans and its statements with their plans."""
+
+    #: ``ranked`` (a plan was made), ``browse`` (empty query), ``no_words`` (nothing
+    #: searchable in the query) or ``unknown_words`` (no word is in the vocabulary).
+    mode: Literal["ranked", "browse", "no_words", "unknown_words"]
+    plan: CandidatePlan | None = None
+    field_plan: FieldPlan | None = None
+    #: Each statement run, then the server's plan for it.
+    statements: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The plan as text, for people: strategy, drivers, expansions, stop-like words."""
+        plan = self.plan
+        if plan is None:
+            return {
+                "browse": "plan: browse (the newest entries in scope)",
+                "no_words": "plan: none (the query has no searchable words)",
+                "unknown_words": "plan: none (no query word is in the vocabulary)",
+                "ranked": "plan: none",
+            }[self.mode]
+        lines = [f"plan: {plan.strategy}, at most {plan.cap} candidates"]
+        drivers = " | ".join(f"({' '.join(plan.unit_words(u))})" for u in plan.drivers)
+        lines.append(f"  drivers: {drivers} (df at most {plan.driver_df})")
+        for unit, weight in plan.coverage:
+            lines.append(f"  coverage: ({' '.join(plan.unit_words(unit))}) weight {weight:.3f}")
+        for word, group in zip(plan.words, plan.groups, strict=True):
+            lines.append(f"  word {word}: " + "; ".join(_expansion_text(e) for e in group))
+        stop = ", ".join(plan.stop_like) or "none"
+        lines.append(f"  stop-like (df >= {plan.stop_df:g}): {stop}")
+        for phrase in plan.phrases:
+            if len(phrase) > 1:
+                lines.append(f"  phrase: {' '.join(phrase)}")
+        fields = self.field_plan
+        if fields is None:
+            lines.append("  titles/summaries: not searched")
+        else:
+            words = " | ".join(plan.unit_words(fields.selective))
+            lines.append(f"  titles/summaries: any of {words}, at most {fields.cap}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as data (``pgsearch search --explain --json``)."""
+        plan = self.plan
+        data: dict[str, Any] = {"mode": self.mode}
+        if plan is not None:
+            data.update(
+                strategy=plan.strategy,
+                cap=plan.cap,
+                drivers=[plan.unit_words(u) for u in plan.drivers],
+                driver_df=plan.driver_df,
+                coverage=[[plan.unit_words(u), w] for u, w in plan.coverage],
+                expansions={
+                    word: [
+                        {
+                            "term": e.term,
+                            "how": e.how,
+                            "distance": e.distance,
+                            "df": e.df,
+                            "sf": e.sf,
+                            "weight": e.weight,
+                        }
+                        for e in group
+                    ]
+                    for word, group in zip(plan.words, plan.groups, strict=True)
+                },
+                stop_like=list(plan.stop_like),
+                stop_df=plan.stop_df,
+            )
+            if self.field_plan is not None:
+                data["fields"] = plan.unit_words(self.field_plan.selective)
+        return data

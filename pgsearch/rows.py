@@ -1,0 +1,103 @@
+"""Rows the store reads and the pure core consumes: plain frozen data, no I/O.
+
+They are built inside `pgsearch.db` from result rows; nothing outside `db/` unpacks
+a positional tuple.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredMessage:
+    """A message as stored (raw content), as windows and pages show it."""
+
+    session_id: str
+    seq: int
+    entry_id: str | None
+    kind: str
+    role: str
+    turn: int
+    tool_name: str | None
+    created_at: datetime
+    content: str
+    arguments: str
+    #: The session's title and summary, when the read joins them (search pages).
+    title: str | None = None
+    summary: str | None = None
+    #: The session that started this one (a sub-agent's), when the read joins it.
+    parent_session_id: str | None = None
+
+
+#: How a vocabulary term was found for a query word.
+How = Literal["exact", "stem", "prefix", "fuzzy"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VocabRow:
+    """A vocabulary term found for one query word, with its frequencies."""
+
+    #: 0-based index into `ParsedQuery.texts` (the distinct query words, in order).
+    word_index: int
+    term: str
+    #: Messages holding the term (df) and sessions whose title/summary does (sf).
+    df: int
+    sf: int
+    how: How
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SearchStats:
+    """The workspace's statistics for one search (kept exact by every write)."""
+
+    #: Indexed messages of every kind and their summed length (BM25's N and avgdl).
+    n_indexed: int
+    total_len: int
+    #: Stored entries of the requested kinds (`searched`, when no other filter applies).
+    in_scope: int
+    #: Sessions with an indexed title or summary, and those fields' summed length.
+    n_fields: int
+    fields_len: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CandidateRow:
+    """A message matching the candidate statement, with the query terms' frequencies."""
+
+    session_id: str
+    seq: int
+    kind: str
+    role: str
+    created_at: datetime
+    #: Indexed length in terms (BM25's document length).
+    length: int
+    #: Term frequency of each query term the message holds.
+    tfs: dict[str, int]
+    #: True when the message holds one of the query's phrases in order.
+    phrase_hit: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FieldRow:
+    """A session whose title or summary matches, with the query terms it holds."""
+
+    session_id: str
+    field_len: int
+    tfs: dict[str, int]
+    #: Query terms found in the title, and in the summary.
+    in_title: frozenset[str] = field(default=frozenset())
+    in_summary: frozenset[str] = field(default=frozenset())
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BrowseRow:
+    """An entry of a browse page (newest first)."""
+
+    session_id: str
+    seq: int
+    kind: str
+    role: str
+    created_at: datetime

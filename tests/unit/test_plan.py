@@ -1,0 +1,458 @@
+"""The candidate plan without a database: which strategy, drivers, expansions, scores."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pgsearch import ranking
+from pgsearch.errors import InvalidQuery
+from pgsearch.plan import (
+    STOP_MIN_DF,
+    TRUSTED_DF,
+    CandidatePlan,
+    Filters,
+    ParsedQuery,
+    SearchTrace,
+    choose_expansions,
+    field_hits,
+    fuzzy_targets,
+    orphan_hits,
+    parse_query,
+    plan_candidates,
+    plan_fields,
+    score_candidates,
+    vocabulary_lookup,
+)
+from pgsearch.rows import CandidateRow, FieldRow, How, SearchStats, StoredMessage, VocabRow
+from pgsearch.settings import Settings
+
+SETTINGS = Settings()
+T0 = datetime(2026, 2, 1, tzinfo=UTC)
+
+
+def parse(query: str) -> ParsedQuery:
+    return parse_query(query, max_terms=SETTINGS.max_query_terms)
+
+
+def stats(n: int = 10_000, *, n_fields: int = 0) -> SearchStats:
+    return SearchStats(
+        n_indexed=n, total_len=n * 20, in_scope=n, n_fields=n_fields, fields_len=n_fields * 5
+    )
+
+
+def row(
+    query: ParsedQuery, word: str, term: str, df: int, how: How = "exact", sf: int = 0
+) -> VocabRow:
+    return VocabRow(word_index=query.texts.index(word), term=term, df=df, sf=sf, how=how)
+
+
+def known(query: ParsedQuery, dfs: dict[str, int]) -> list[VocabRow]:
+    """Each listed word found as written with that document frequency."""
+    return [row(query, word, word, df) for word, df in dfs.items()]
+
+
+def plan_for(
+    text: str, dfs: dict[str, int], n: int = 10_000, config: Settings = SETTINGS
+) -> CandidatePlan:
+    query = parse(text)
+    groups = choose_expansions(query, known(query, dfs), max_expansions=config.max_expansions)
+    return plan_candidates(query, groups, stats(n), config)
+
+
+def driver_words(plan: CandidatePlan) -> list[list[str]]:
+    return [plan.unit_words(u) for u in plan.drivers]
+
+
+# --- strategy choice ---------------------------------------------------------------
+
+
+def test_only_stop_like_words_read_newest_first_under_the_stop_cap() -> None:
+    plan = plan_for("the and", {"the": 9_000, "and": 8_000})
+    assert plan.strategy == "all_words_newest"
+    assert plan.cap == SETTINGS.stop_candidate_cap < SETTINGS.candidate_cap
+    assert plan.stop_like == ("the", "and")
+    assert driver_words(plan) == [["the", "and"]]
+
+
+def test_stop_like_words_that_fit_the_stop_cap_are_read_whole() -> None:
+    plan = plan_for("the and", {"the": 900, "and": 200}, n=1_000)
+    assert plan.strategy == "all_words"
+    assert plan.cap == SETTINGS.stop_candidate_cap
+
+
+def test_one_word_reads_every_match_or_the_newest_beyond_the_cap() -> None:
+    rare = plan_for("zanzibar", {"zanzibar": 12})
+    assert (rare.strategy, rare.cap, rare.stop_like) == ("all_words", SETTINGS.candidate_cap, ())
+    common = plan_for("deploy", {"deploy": 3_000}, n=1_000_000)
+    assert common.strategy == "all_words_newest"
+    assert common.cap == SETTINGS.candidate_cap
+
+
+def test_a_chunk_is_one_unit_read_as_all_its_words() -> None:
+    plan = plan_for("resolve_dirs(config)", {"resolve": 40, "dirs": 30, "config": 900})
+    assert plan.strategy == "all_words"
+    assert driver_words(plan) == [["resolve", "dirs", "config"]]
+    assert plan.phrases == (("resolve", "dirs", "config"),)
+
+
+def test_selective_units_drive_and_stop_like_ones_only_score() -> None:
+    plan = plan_for("zanzibar the cluster", {"zanzibar": 5, "the": 9_000, "cluster": 80})
+    assert plan.strategy == "any_unit"
+    assert driver_words(plan) == [["zanzibar"], ["cluster"]]
+    assert plan.stop_like == ("the",)
+    assert plan.words == ("zanzibar", "the", "cluster")
+    assert "the" in plan.terms
+
+
+def test_a_unit_with_an_unknown_word_never_drives() -> None:
+    plan = plan_for(
+        "resolve_dirs(config) zanzibar cron",
+        {"resolve": 40, "config": 60, "zanzibar": 5, "cron": 70},  # "dirs" is unknown
+    )
+    assert plan.strategy == "any_unit"
+    assert driver_words(plan) == [["zanzibar"], ["cron"]]
+    # Its known words still score the candidates.
+    assert {"resolve", "config"} <= set(plan.words)
+
+
+def test_drivers_stop_at_the_scan_limit_rarest_first() -> None:
+    config = SETTINGS.with_(candidate_scan_limit=20_000)
+    dfs = {"alpha": 5_000, "bravo": 100, "charlie": 16_000, "delta": 300}
+    plan = plan_for("alpha bravo charlie delta", dfs, n=1_000_000, config=config)
+    # Rarest first: 100 + 300 + 5,000 fit; adding 16,000 would pass 20,000.
+    assert driver_words(plan) == [["bravo"], ["delta"], ["alpha"]]
+    assert plan.driver_df == 5_400 <= config.candidate_scan_limit
+
+
+def test_the_rarest_unit_drives_even_beyond_the_scan_limit() -> None:
+    config = SETTINGS.with_(candidate_scan_limit=1_000)
+    plan = plan_for("alpha bravo", {"alpha": 30_000, "bravo": 25_000}, n=1_000_000, config=config)
+    assert driver_words(plan) == [["bravo"]]
+    assert plan.driver_df > config.candidate_scan_limit
+
+
+def test_coverage_order_when_the_drivers_could_exceed_the_cap() -> None:
+    dfs = {"alpha": 700, "bravo": 600, "the": 90_000}
+    plan = plan_for("alpha bravo the", dfs, n=1_000_000)
+    assert plan.driver_df == 1_300 > plan.cap == SETTINGS.candidate_cap
+    assert plan.strategy == "any_unit_by_coverage"
+    # Every unit is weighted by its IDF, the stop-like one too (it breaks ties).
+    weights = {tuple(plan.unit_words(u)): w for u, w in plan.coverage}
+    assert weights[("alpha",)] == pytest.approx(ranking.idf(1_000_000, 700))
+    assert weights[("bravo",)] > weights[("alpha",)] > weights[("the",)] > 0
+    # Under the cap the same units are read whole, with no coverage order.
+    small = plan_for("alpha bravo the", {"alpha": 70, "bravo": 60, "the": 90_000}, n=1_000_000)
+    assert (small.strategy, small.coverage) == ("any_unit", ())
+
+
+def test_stop_like_needs_a_minimum_frequency_in_small_workspaces() -> None:
+    # 40 of 200 messages is 20 %, but below STOP_MIN_DF: still selective.
+    plan = plan_for("alpha bravo", {"alpha": 40, "bravo": 3}, n=200)
+    assert 40 < STOP_MIN_DF and plan.stop_like == ()
+    assert driver_words(plan) == [["bravo"], ["alpha"]]
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    dfs=st.lists(st.integers(1, 60_000), min_size=1, max_size=8),
+    scan_limit=st.integers(100, 50_000),
+    cap=st.integers(10, 5_000),
+)
+def test_driver_df_stays_within_the_scan_limit_except_a_single_driver(
+    dfs: list[int], scan_limit: int, cap: int
+) -> None:
+    words = [f"w{'x' * i}" for i in range(len(dfs))]
+    config = SETTINGS.with_(candidate_scan_limit=scan_limit, candidate_cap=cap)
+    plan = plan_for(" ".join(words), dict(zip(words, dfs, strict=True)), 1_000_000, config)
+    assert len(plan.drivers) == 1 or plan.driver_df <= scan_limit
+    # Drivers are read rarest first, and never include a stop-like unit.
+    driven = [d for u in plan.drivers for d in [min(sum(e.df for e in g) for g in u)]]
+    if plan.strategy.startswith("any_unit"):
+        assert driven == sorted(driven)
+        assert all(d < plan.stop_df for d in driven)
+
+
+# --- expansion choice --------------------------------------------------------------
+
+
+def test_typos_get_fuzzy_lookup_only_when_untrusted() -> None:
+    query = parse("databse database datab cat abc123de 東京タワー")
+    lookup = vocabulary_lookup(query)
+    exact = [
+        row(query, "database", "database", 10),
+        row(query, "datab", "datab", 1, sf=1),  # found, but fewer than TRUSTED_DF times
+    ]
+    targets = [query.texts[i] for i in fuzzy_targets(lookup, exact)]
+    # A short word, a word with digits and CJK never get typo expansions.
+    assert targets == ["databse", "datab"]
+    trusted = [row(query, "datab", "datab", TRUSTED_DF)]
+    assert "datab" not in [query.texts[i] for i in fuzzy_targets(lookup, trusted)]
+
+
+def test_prefix_lookup_for_short_words_only() -> None:
+    query = parse("cfg conf config 2024 東京")
+    lookup = vocabulary_lookup(query)
+    assert dict(zip(lookup.words, lookup.prefix, strict=True)) == {
+        "cfg": True,
+        "conf": True,
+        "config": False,
+        "2024": False,
+        "東京": False,
+    }
+    assert lookup.stems[lookup.words.index("config")] == "config"
+
+
+def test_a_trusted_word_keeps_only_its_own_forms() -> None:
+    query = parse("conf")
+    rows = [
+        row(query, "conf", "conf", TRUSTED_DF),
+        row(query, "conf", "config", 400, how="prefix"),
+        row(query, "conf", "cone", 9, how="fuzzy"),
+    ]
+    groups = choose_expansions(query, rows, max_expansions=8)
+    assert [e.term for e in groups["conf"]] == ["conf"]
+    rows[0] = row(query, "conf", "conf", TRUSTED_DF - 1)
+    groups = choose_expansions(query, rows, max_expansions=8)
+    assert [(e.term, e.how) for e in groups["conf"]] == [
+        ("conf", "exact"),
+        ("config", "prefix"),
+        ("cone", "fuzzy"),
+    ]
+
+
+def test_typo_expansions_are_rechecked_nearest_and_most_frequent_first() -> None:
+    query = parse("databse")
+    rows = [
+        row(query, "databse", "database", 50, how="fuzzy"),  # one edit
+        row(query, "databse", "databases", 500, how="fuzzy"),  # two edits: too far at 7
+        row(query, "databse", "datbse", 80, how="fuzzy"),  # one edit, more frequent
+        row(query, "databse", "databsx", 2, how="fuzzy"),  # one edit, rarest
+    ]
+    groups = choose_expansions(query, rows, max_expansions=2)
+    kept = [(e.term, e.distance, e.weight) for e in groups["databse"]]
+    assert kept == [("datbse", 1, ranking.FUZZY_1), ("database", 1, ranking.FUZZY_1)]
+    long_query = parse("configuraton")  # 12 letters: two edits allowed
+    far = [row(long_query, "configuraton", "configurations", 7, how="fuzzy")]
+    group = choose_expansions(long_query, far, max_expansions=8)["configuraton"]
+    assert [(e.term, e.distance, e.weight) for e in group] == [
+        ("configurations", 2, ranking.FUZZY_2)
+    ]
+
+
+def test_words_without_rows_have_no_group_and_stems_join_theirs() -> None:
+    query = parse("paint zzzz")
+    rows = [row(query, "paint", "paint", 4), row(query, "paint", "painted", 6, how="stem")]
+    groups = choose_expansions(query, rows, max_expansions=8)
+    assert list(groups) == ["paint"]
+    assert [(e.term, e.weight) for e in groups["paint"]] == [
+        ("paint", ranking.EXACT),
+        ("painted", ranking.STEM),
+    ]
+
+
+def test_words_typed_as_one_chunk_share_one_weight() -> None:
+    query = parse('resolve_dirs(config) "red house" cron')
+    rows = known(query, {"resolve": 1, "dirs": 1, "config": 1, "red": 1, "house": 1, "cron": 1})
+    groups = choose_expansions(query, rows, max_expansions=8)
+    weights = {word: group[0].weight for word, group in groups.items()}
+    third = pytest.approx(1 / 3)
+    assert weights == {
+        "red": 1.0,  # quoted words keep their weight: the phrase boost rewards them
+        "house": 1.0,
+        "resolve": third,
+        "dirs": third,
+        "config": third,
+        "cron": 1.0,
+    }
+
+
+def test_too_many_distinct_words_is_a_clear_error() -> None:
+    with pytest.raises(InvalidQuery, match="33 distinct words; the limit is 32"):
+        parse(" ".join(f"w{i}" for i in range(33)) + " w0")
+
+
+# --- titles and summaries ----------------------------------------------------------
+
+
+def test_titles_are_not_matched_under_entry_filters_or_common_words() -> None:
+    query = parse("kubernetes the")
+    groups = choose_expansions(
+        query,
+        [row(query, "kubernetes", "kubernetes", 3, sf=2), row(query, "the", "the", 900, sf=90)],
+        max_expansions=8,
+    )
+    workspace = Filters(workspace="w", kinds=("user_text",))
+    fields = plan_fields(workspace, groups, stats(1_000, n_fields=1_000), SETTINGS)
+    assert fields is not None
+    assert [[e.term for e in g] for g in fields.selective] == [["kubernetes"]]
+    assert fields.terms == ("kubernetes", "the")
+    for narrowed in (
+        Filters(workspace="w", kinds=("user_text",), roles=("user",)),
+        Filters(workspace="w", kinds=("user_text",), tool_name="bash"),
+        Filters(workspace="w", kinds=("user_text",), since=T0),
+    ):
+        assert plan_fields(narrowed, groups, stats(1_000, n_fields=1_000), SETTINGS) is None
+    assert plan_fields(workspace, groups, stats(1_000, n_fields=0), SETTINGS) is None
+    pinned = Filters(workspace="w", kinds=("user_text",), session_id="s1")
+    pinned_plan = plan_fields(pinned, groups, stats(1_000, n_fields=1_000), SETTINGS)
+    assert pinned_plan is not None and pinned_plan.session_id == "s1"
+
+
+def test_a_summary_holding_the_query_boosts_more_than_a_title() -> None:
+    query = parse("kubernetes ingress")
+    groups = tuple(
+        choose_expansions(
+            query, known(query, {"kubernetes": 5, "ingress": 5}), max_expansions=8
+        ).values()
+    )
+    rows = [
+        FieldRow(
+            session_id="titled",
+            field_len=4,
+            tfs={"kubernetes": 1, "ingress": 1},
+            in_title=frozenset({"kubernetes", "ingress"}),
+        ),
+        FieldRow(
+            session_id="summarised",
+            field_len=4,
+            tfs={"kubernetes": 1, "ingress": 1},
+            in_summary=frozenset({"kubernetes", "ingress"}),
+        ),
+        FieldRow(
+            session_id="half",
+            field_len=4,
+            tfs={"kubernetes": 1},
+            in_title=frozenset({"kubernetes"}),
+        ),
+        FieldRow(session_id="none", field_len=4, tfs={}),
+    ]
+    hits = field_hits(rows, groups, stats(1_000, n_fields=100))
+    assert set(hits) == {"titled", "summarised", "half"}
+    assert hits["titled"].matched_in == "title"
+    assert hits["titled"].boost == pytest.approx(ranking.TITLE_BOOST)
+    assert hits["summarised"].matched_in == "summary"
+    assert hits["summarised"].boost == pytest.approx(ranking.SUMMARY_BOOST)
+    assert 1 < hits["half"].boost < ranking.TITLE_BOOST
+    assert hits["titled"].terms == {"kubernetes", "ingress"}
+
+
+# --- scoring -----------------------------------------------------------------------
+
+
+def candidate(sid: str, seq: int, tfs: dict[str, int], **kw: object) -> CandidateRow:
+    values: dict[str, object] = {
+        "kind": "user_text",
+        "role": "user",
+        "created_at": T0 + timedelta(minutes=seq),
+        "length": 10,
+        "phrase_hit": False,
+    }
+    values.update(kw)
+    return CandidateRow(session_id=sid, seq=seq, tfs=tfs, **values)  # type: ignore[arg-type]
+
+
+def test_candidates_score_bm25_times_role_phrase_and_title_factors() -> None:
+    query = parse("flamingo report")
+    groups = tuple(
+        choose_expansions(
+            query, known(query, {"flamingo": 3, "report": 40}), max_expansions=8
+        ).values()
+    )
+    corpus = stats(1_000)
+    tfs = {"flamingo": 1, "report": 1}
+    rows = [
+        candidate("u", 0, tfs),
+        candidate("a", 0, tfs, kind="assistant_text", role="assistant"),
+        candidate("p", 0, tfs, phrase_hit=True),
+        candidate("zero", 0, {"other": 3}),
+    ]
+    base, _ = ranking.score_document(tfs, 10, groups, ranking.Corpus(1_000, 20_000))
+    scored = {h.session_id: h for h in score_candidates(rows, groups, corpus, {}, {})}
+    assert set(scored) == {"u", "a", "p"}
+    assert scored["u"].score == pytest.approx(base * ranking.USER_WEIGHT)
+    assert scored["a"].score == pytest.approx(base * ranking.ASSISTANT_WEIGHT)
+    assert scored["p"].score == pytest.approx(base * ranking.USER_WEIGHT * ranking.PHRASE_BOOST)
+    assert scored["u"].matched == {"flamingo", "report"}
+
+
+def test_a_session_found_only_by_its_title_points_at_its_anchor_entry() -> None:
+    query = parse("kubernetes")
+    groups = tuple(
+        choose_expansions(query, known(query, {"kubernetes": 2}), max_expansions=8).values()
+    )
+    hits = field_hits(
+        [
+            FieldRow(
+                session_id="titled",
+                field_len=3,
+                tfs={"kubernetes": 1},
+                in_title=frozenset({"kubernetes"}),
+            ),
+            FieldRow(
+                session_id="also",
+                field_len=3,
+                tfs={"kubernetes": 1},
+                in_title=frozenset({"kubernetes"}),
+            ),
+        ],
+        groups,
+        stats(100, n_fields=10),
+    )
+    rows = [candidate("also", 4, {"kubernetes": 2})]
+    orphans = orphan_hits(rows, hits)
+    assert list(orphans) == ["titled"]
+    anchor = StoredMessage(
+        session_id="titled",
+        seq=0,
+        entry_id=None,
+        kind="user_text",
+        role="user",
+        turn=0,
+        tool_name=None,
+        created_at=T0,
+        content="hello there",
+        arguments="",
+    )
+    scored = score_candidates(rows, groups, stats(100), hits, {"titled": anchor})
+    by_session = {h.session_id: h for h in scored}
+    titled = by_session["titled"]
+    assert (titled.seq, titled.kind, titled.matched_in) == (0, "user_text", "title")
+    assert titled.score == pytest.approx(hits["titled"].boost * hits["titled"].score)
+    assert by_session["also"].matched_in is None
+    assert math.isclose(
+        by_session["also"].score,
+        ranking.score_document({"kubernetes": 2}, 10, groups, ranking.Corpus(100, 2_000))[0]
+        * ranking.USER_WEIGHT
+        * hits["also"].boost,
+    )
+    # A title hit whose session has no entry left is dropped, not invented.
+    assert [h.session_id for h in score_candidates(rows, groups, stats(100), hits, {})] == ["also"]
+
+
+# --- the trace ---------------------------------------------------------------------
+
+
+def test_the_trace_shows_strategy_drivers_expansions_and_stop_like_words() -> None:
+    query = parse("databse the cluster")
+    rows = [
+        row(query, "databse", "database", 20, how="fuzzy"),
+        row(query, "the", "the", 9_000),
+        row(query, "cluster", "cluster", 80),
+    ]
+    groups = choose_expansions(query, rows, max_expansions=8)
+    plan = plan_candidates(query, groups, stats(), SETTINGS)
+    text = SearchTrace(mode="ranked", plan=plan).describe()
+    assert text.splitlines()[0] == "plan: any_unit, at most 1000 candidates"
+    assert "drivers: (databse) | (cluster) (df at most 100)" in text
+    assert "database (fuzzy, 1 edit, df 20" in text
+    assert "stop-like (df >= 500): the" in text
+    data = SearchTrace(mode="ranked", plan=plan).to_json()
+    assert data["strategy"] == "any_unit"
+    assert data["drivers"] == [["databse"], ["cluster"]]
+    assert data["expansions"]["databse"][0]["distance"] == 1
+    assert "browse" in SearchTrace(mode="browse").describe()
