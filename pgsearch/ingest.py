@@ -462,7 +462,8 @@ class Ingestor:
         if parsed.leaf_titles:
             latest = {t.leaf_uuid: t.title for t in parsed.leaf_titles}
             self.store.save_leaf_titles(cur, ws, source, latest)
-        keys = {t.leaf_uuid for t in parsed.leaf_titles} | inserted_ids
+        # A summary names a line's uuid: the id of the first entry of that line.
+        keys = {t.leaf_uuid for t in parsed.leaf_titles} | {i for i in inserted_ids if "#" not in i}
         best: dict[str, tuple[int, str]] = {}
         for sid, seq, title in self.store.resolve_leaf_titles(cur, ws, sorted(keys)):
             if sid not in best or seq >= best[sid][0]:

@@ -56,9 +56,10 @@ def _walk(root: Path) -> list[Path]:
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
-        # OpenCode's per-message and per-part files belong to their session file.
-        if here.name == "storage" and (here / "session").is_dir():
-            dirnames[:] = [d for d in dirnames if d not in ("message", "part")]
+        # OpenCode's storage: sessions are its session files; their messages and parts
+        # are read with them, and its other files (todos, diffs) are no sessions.
+        if here.name == "storage" and (here / "session").is_dir() and (here / "message").is_dir():
+            dirnames[:] = ["session"]
         dirnames.sort()
         for name in filenames:
             path = here / name
