@@ -561,7 +561,9 @@ def _measure(
     with PgSearch.connect(dsn) as pg:
         out["candidates"] = count_candidates(pg, queries)
         out["candidate_cap"] = pg.settings.candidate_cap
-        out["sizes"] = {name: {"table": t, "indexes": i} for name, t, i in pg.table_sizes()}
+        out["sizes"] = {
+            s.table: {"table": s.table_bytes, "indexes": s.index_bytes} for s in pg.table_sizes()
+        }
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
         out["sizes"]["database_before_alternatives"] = int(row[0]) if row else 0

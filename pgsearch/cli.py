@@ -12,15 +12,12 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from pgsearch import adapters, policy
-from pgsearch.api import PgSearch
+from pgsearch import adapters, embedded, policy
 from pgsearch.errors import PgSearchError
-from pgsearch.ingest import FileResult, find_jsonl
-from pgsearch.messages import parse_time
 from pgsearch.settings import Settings
 from pgsearch.types import (
     DEFAULT_CONTEXT,
@@ -32,6 +29,10 @@ from pgsearch.types import (
     Window,
 )
 from pgsearch.watch import DEFAULT_INTERVAL
+
+if TYPE_CHECKING:
+    from pgsearch.api import PgSearch
+    from pgsearch.ingest import FileResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,14 +59,56 @@ def handle_errors(fn: F) -> F:
 
 
 class Context:
+    """Which server a command uses: the configured one, else the private embedded one.
+
+    The embedded server is leased on first use and the lease is given back when the
+    command ends (`close`), which stops the server if no other command uses it.
+    """
+
     def __init__(self, dsn: str | None) -> None:
         self.dsn = dsn
+        self._lease: embedded.Lease | None = None
+
+    @property
+    def uses_embedded(self) -> bool:
+        return not embedded.connection_configured(self.dsn)
 
     def settings(self) -> Settings:
-        return Settings.from_env(dsn=self.dsn)
+        if not self.uses_embedded:
+            return Settings.from_env(dsn=self.dsn)
+        return Settings.from_env(dsn=self.lease().dsn)
+
+    def lease(self) -> embedded.Lease:
+        if self._lease is None:
+            _exit_cleanly_on_signals()
+            self._lease = embedded.EmbeddedServer().lease()
+        return self._lease
 
     def open(self) -> PgSearch:
-        return PgSearch.connect(settings=self.settings())
+        # Imported here: a command that needs no database (help, tool-schema) skips it.
+        from pgsearch.api import PgSearch
+
+        settings = self.settings()
+        if self._lease is not None:
+            return embedded.open_migrated(settings)
+        return PgSearch.connect(settings=settings)
+
+    def close(self) -> None:
+        if self._lease is not None:
+            lease, self._lease = self._lease, None
+            lease.release()
+
+
+def _exit_cleanly_on_signals() -> None:
+    """Turn SIGTERM and SIGHUP into a normal exit, so that the lease is given back."""
+    import signal
+
+    def leave(signum: int, frame: object) -> None:
+        sys.exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, leave)
 
 
 pass_ctx = click.make_pass_decorator(Context)
@@ -74,7 +117,8 @@ dsn_option = click.option(
     "--dsn",
     envvar="PGSEARCH_DSN",
     default=None,
-    help="PostgreSQL connection string (else PGSEARCH_DSN, else libpq PG* variables).",
+    help="PostgreSQL connection string (else PGSEARCH_DSN, else libpq PG* variables, "
+    "else the private embedded server).",
 )
 workspace_option = click.option(
     "--workspace", "-w", required=True, help="Workspace (tenant) id to work in."
@@ -91,11 +135,14 @@ def main(ctx: click.Context, dsn: str | None, verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     ctx.obj = Context(dsn)
+    ctx.call_on_close(ctx.obj.close)
 
 
 def _time(value: str | None, name: str) -> datetime | None:
     if value is None:
         return None
+    from pgsearch.messages import parse_time
+
     try:
         return parse_time(value)
     except ValueError:
@@ -109,6 +156,8 @@ def _time(value: str | None, name: str) -> datetime | None:
 @handle_errors
 def migrate(ctx: Context, revision: str, create: bool) -> None:
     """Create or upgrade the pgsearch schema (run this in deploys)."""
+    from pgsearch.api import PgSearch
+
     current = PgSearch.migrate(ctx.settings().dsn, revision, create=create)
     click.echo(f"schema at revision {current}")
 
@@ -190,9 +239,11 @@ def ingest(
             quiet=quiet,
         )
         return
+    from pgsearch.ingest import find_jsonl
+
     files = find_jsonl(paths)
     if not files:
-        _fail("no .jsonl files found in " + ", ".join(paths))
+        _fail("no session files found in " + ", ".join(paths))
     with ctx.open() as pg:
         show = not quiet and sys.stderr.isatty()
         errors: list[str] = []
@@ -490,24 +541,7 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
     with ctx.open() as pg:
         rows = pg.sessions(workspace=workspace, limit=limit, offset=offset)
     if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "session_id": s.session_id,
-                        "title": s.title,
-                        "message_count": s.message_count,
-                        "created_at": s.created_at.isoformat() if s.created_at else None,
-                        "updated_at": s.updated_at.isoformat() if s.updated_at else None,
-                        "source": s.source,
-                        "parent_session_id": s.parent_session_id,
-                    }
-                    for s in rows
-                ],
-                ensure_ascii=False,
-                indent=2,
-            )
-        )
+        click.echo(json.dumps([s.to_json() for s in rows], ensure_ascii=False, indent=2))
         return
     if not rows:
         click.echo(f"no sessions in workspace {workspace!r}")
@@ -559,27 +593,8 @@ def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
         per = [pg.stats(workspace=w) for w in names]
         sizes = pg.table_sizes()
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "workspaces": [
-                        {
-                            "workspace_id": s.workspace_id,
-                            "sessions": s.sessions,
-                            "messages": s.messages,
-                            "indexed_messages": s.indexed_messages,
-                            "vocabulary": s.vocabulary,
-                            "by_kind": s.by_kind,
-                        }
-                        for s in per
-                    ],
-                    "tables": [
-                        {"table": t, "table_bytes": tb, "index_bytes": ib} for t, tb, ib in sizes
-                    ],
-                },
-                indent=2,
-            )
-        )
+        data = {"workspaces": [s.to_json() for s in per], "tables": [t.to_json() for t in sizes]}
+        click.echo(json.dumps(data, indent=2))
         return
     click.echo("workspace\tsessions\tmessages\tindexed\tvocabulary")
     for s in per:
@@ -588,8 +603,8 @@ def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
         )
     click.echo("")
     click.echo("table\ttable size\tindex size")
-    for table, tb, ib in sizes:
-        click.echo(f"{table}\t{_size(tb)}\t{_size(ib)}")
+    for t in sizes:
+        click.echo(f"{t.table}\t{_size(t.table_bytes)}\t{_size(t.index_bytes)}")
 
 
 @main.command("mcp")
@@ -615,8 +630,9 @@ def mcp_command(ctx: Context, dsn: str | None, workspace: str, session_id: str |
     """
     from pgsearch import mcp_server
 
-    settings = Settings.from_env(dsn=dsn or ctx.dsn)
-    with PgSearch.connect(settings=settings) as pg:
+    if dsn:
+        ctx.dsn = dsn
+    with ctx.open() as pg:
         mcp_server.serve_stdio(pg.provider(workspace=workspace, session_id=session_id))
 
 
@@ -694,3 +710,183 @@ def _watch(
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
     click.echo(f"stopped: {stats.summary()}")
+
+
+# --- the embedded server and the doctor -----------------------------------------------
+
+
+def _embedded_server() -> embedded.EmbeddedServer:
+    return embedded.EmbeddedServer()
+
+
+@main.group()
+def server() -> None:
+    """Manage the private embedded PostgreSQL (used when no server is configured).
+
+    Commands start it on first use and the last one to finish stops it; `server
+    start` keeps it up for long-lived hosts until `server stop`.
+    """
+
+
+@server.command("start")
+@pass_ctx
+@handle_errors
+def server_start(ctx: Context) -> None:
+    """Start the embedded server (initialising and migrating it) and keep it running."""
+    srv = _embedded_server()
+    with srv.lease() as lease:
+        embedded.open_migrated(Settings.from_env(dsn=lease.dsn)).close()
+        srv.pin(True)
+    state = srv.status()
+    click.echo(
+        f"embedded PostgreSQL {state.version} running (PID {state.pid}), data in {state.data}; "
+        "it stays up until `pgsearch server stop`"
+    )
+    if not ctx.uses_embedded:
+        click.echo(
+            "note: a server is configured (--dsn, PGSEARCH_DSN or PG*), so commands use "
+            "that one, not this",
+            err=True,
+        )
+
+
+@server.command("stop")
+@handle_errors
+def server_stop() -> None:
+    """Stop the embedded server now, or when the commands still using it finish."""
+    users = _embedded_server().stop()
+    if users:
+        pids = ", ".join(str(u.pid) for u in users)
+        click.echo(
+            f"still in use by {len(users)} command(s) (PID {pids}); it stops when the "
+            "last one finishes"
+        )
+    else:
+        click.echo("embedded server stopped")
+
+
+@server.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@handle_errors
+def server_status(as_json: bool) -> None:
+    """Whether the embedded server runs, who uses it, where its data is (exit 3: stopped)."""
+    state = _embedded_server().status()
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "home": str(state.home),
+                    "data": str(state.data),
+                    "initialised": state.initialised,
+                    "running": state.running,
+                    "pid": state.pid,
+                    "version": state.version,
+                    "pinned": state.pinned,
+                    "users": [{"pid": u.pid, "command": u.command} for u in state.users],
+                    "dsn": state.dsn,
+                },
+                indent=2,
+            )
+        )
+    else:
+        running = f"running (PID {state.pid})" if state.running else "stopped"
+        click.echo(f"embedded PostgreSQL {state.version}: {running}")
+        click.echo(f"data: {state.data}" + ("" if state.initialised else " (not initialised)"))
+        click.echo(f"connection: {state.dsn}")
+        kept = (
+            "kept running (pgsearch server start)" if state.pinned else "stops with its last user"
+        )
+        click.echo(f"lifetime: {kept}")
+        users = ", ".join(f"{u.pid} ({u.command})" for u in state.users) or "none"
+        click.echo(f"users: {users}")
+    if not state.running:
+        sys.exit(3)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@pass_ctx
+@handle_errors
+def doctor(ctx: Context, as_json: bool) -> None:
+    """Report the server in use: where, version, locale, extensions, schema, sizes.
+
+    Exit status 1 when something would keep pgsearch from working well.
+    """
+    from pgsearch.db import diagnose
+    from pgsearch.db.dsn import redact_dsn
+
+    early: list[str] = []
+    if ctx.uses_embedded:
+        srv = _embedded_server()
+        dsn = ctx.lease().dsn
+        where = f"embedded (private, data in {srv.data})"
+        source = "embedded"
+        try:  # what any other command would do first: migrate the private database
+            ctx.open().close()
+        except PgSearchError as exc:
+            early.append(str(exc))
+    else:
+        dsn = ctx.settings().dsn
+        source = "--dsn or PGSEARCH_DSN" if ctx.dsn else "libpq PG* variables"
+        where = f"{redact_dsn(dsn) or 'libpq defaults'} (from {source})"
+    facts = diagnose.inspect(dsn)
+    problems = early + facts.problems()
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "server": source,
+                    "where": where,
+                    "version": facts.version,
+                    "database": facts.database,
+                    "user": facts.user,
+                    "encoding": facts.encoding,
+                    "collate": facts.collate,
+                    "ctype": facts.ctype,
+                    "locale_provider": facts.locale_provider,
+                    "trigrams_see_accents": facts.trigrams_see_accents,
+                    "extensions": {
+                        e.name: {"installed": e.installed, "available": e.available}
+                        for e in facts.extensions
+                    },
+                    "revision": facts.revision,
+                    "head_revision": facts.head_revision,
+                    "database_bytes": facts.database_bytes,
+                    "tables": [
+                        {"table": t, "table_bytes": tb, "index_bytes": ib}
+                        for t, tb, ib in facts.tables
+                    ],
+                    "problems": problems,
+                },
+                indent=2,
+            )
+        )
+    else:
+        click.echo(f"server: {where}")
+        click.echo(f"version: PostgreSQL {facts.version}")
+        click.echo(f"database: {facts.database} (user {facts.user})")
+        click.echo(
+            f"locale: encoding {facts.encoding}, collation {facts.collate} "
+            f"({facts.locale_provider}), ctype {facts.ctype}"
+        )
+        exts = ", ".join(
+            f"{e.name} {e.installed}"
+            if e.installed
+            else f"{e.name} (not installed{'' if e.available else ', not available'})"
+            for e in facts.extensions
+        )
+        click.echo(f"extensions: {exts}")
+        current = (
+            "current" if facts.revision == facts.head_revision else f"needs {facts.head_revision}"
+        )
+        click.echo(f"schema: revision {facts.revision or 'none'} ({current})")
+        sizes = "; ".join(f"{t} {_size(tb)} + {_size(ib)} indexes" for t, tb, ib in facts.tables)
+        click.echo(
+            f"size: database {_size(facts.database_bytes)}" + (f"; {sizes}" if sizes else "")
+        )
+        for problem in problems:
+            click.echo(f"problem: {problem}")
+        if not problems:
+            click.echo("no problems found")
+    if problems:
+        sys.exit(1)

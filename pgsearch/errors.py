@@ -23,6 +23,14 @@ class StoreError(PgSearchError):
     """The database could not complete the operation."""
 
 
+class StoreUnavailable(StoreError):
+    """The database could not be reached or the connection was lost; nothing was committed."""
+
+
+class OutcomeUnknown(StoreError):
+    """The connection was lost after COMMIT was sent: whether the work was stored is unknown."""
+
+
 class SchemaOutOfDate(StoreError):
     """The database schema is not at the version this pgsearch needs; run `pgsearch migrate`."""
 

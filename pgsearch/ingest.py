@@ -34,8 +34,19 @@ from typing import Any
 
 from pgsearch import adapters, policy
 from pgsearch.adapters.common import Parsed, SessionTitle, head_objects
-from pgsearch.db.queries import FIELDS_STAT
-from pgsearch.db.store import Deltas, FileRecord, MessageRow, SessionState, Store
+from pgsearch.db import store
+from pgsearch.db.store import (
+    FIELDS_STAT,
+    Deltas,
+    FileRecord,
+    MessageRow,
+    SessionState,
+    Store,
+    Unit,
+    Work,
+    returning,
+    savepoint,
+)
 from pgsearch.errors import ConfigError, IngestError
 from pgsearch.indexing import IndexedText, index_entry, index_session_fields
 from pgsearch.messages import Entry, entry_from_object
@@ -261,9 +272,16 @@ def confine(path: Path, roots: Sequence[Path] | None) -> Path:
 class Ingestor:
     """Writes entries through a `Store` under the indexing policy of `settings`."""
 
-    def __init__(self, store: Store, settings: Settings) -> None:
+    def __init__(self, store: Store | None, settings: Settings) -> None:
+        #: Runs units for the blocking entry points; None for an asyncio host, which
+        #: runs the units this class builds on its own driver.
         self.store = store
         self.settings = settings
+
+    def _sync_store(self) -> Store:
+        if self.store is None:
+            raise ConfigError("this Ingestor builds units of work only (it has no store)")
+        return self.store
 
     # --- files --------------------------------------------------------------------
 
@@ -370,19 +388,23 @@ class Ingestor:
         session_id: str | None,
         prepared: _Prepared | None,
         format: str = adapters.AUTO,
-    ) -> FileResult:
+        no_cwd: bool = False,
+    ) -> Unit[FileResult]:
         """Write one prepared file in one transaction (re-preparing if it went stale)."""
-        with self.store.transaction(workspace, context=f"ingesting {given}") as cur:
+
+        def work() -> Work[FileResult]:
             deltas = Deltas()
-            result = self._write_file(
-                cur, workspace, given, real, session_id, prepared, format, deltas
+            result = yield from self._write_file(
+                workspace, given, real, session_id, prepared, format, deltas
             )
-            self.store.apply_deltas(cur, workspace, deltas)
-        return result
+            yield from store.apply_deltas(workspace, deltas, final=True)
+            result.no_cwd = no_cwd
+            return result
+
+        return Unit(work=work, workspace=workspace, write=True, context=f"ingesting {given}")
 
     def _write_file(
         self,
-        cur: Any,
         workspace: str,
         given: Path,
         real: Path,
@@ -390,10 +412,10 @@ class Ingestor:
         prepared: _Prepared | None,
         format: str,
         deltas: Deltas,
-    ) -> FileResult:
+    ) -> Work[FileResult]:
         """Write one file inside the caller's transaction; statistics go to `deltas`."""
         shown = str(given)
-        record = self.store.lock_file(cur, workspace, str(real))
+        record = yield from store.lock_file(workspace, str(real))
         if prepared is None or prepared.snapshot != record:
             prepared = self._prepare(given, real, record, session_id, format)
         parsed = prepared.parsed
@@ -411,14 +433,14 @@ class Ingestor:
         source = str(real)
         adapter = adapters.ADAPTERS[prepared.format]
         if prepared.rewrite:
-            for old in self.store.sessions_from_source(cur, workspace, source):
-                self.store.forget_session(cur, workspace, old, deltas)
+            for old in (yield from store.sessions_from_source(workspace, source)):
+                yield from store.forget_session(workspace, old, deltas)
             if adapter.leaf_titles:
-                self.store.forget_leaf_titles(cur, workspace, source)
+                yield from store.forget_leaf_titles(workspace, source)
         inserted_ids: set[str] = set()
+        states: dict[str, SessionState] = {}
         if prepared.entries or parsed.titles or parsed.parents:
-            written = self._write(
-                cur,
+            written = yield from self._write(
                 workspace,
                 prepared.entries,
                 prepared.indexed,
@@ -436,23 +458,22 @@ class Ingestor:
             result.sessions = {e.session_id for e in prepared.entries}
             inserted_ids = written.entry_ids
             states = written.states
-        else:
-            states = {}
         if adapter.leaf_titles and (parsed.leaf_titles or inserted_ids):
-            self._resolve_leaf_titles(cur, workspace, source, parsed, inserted_ids, states, deltas)
-        self.store.record_file(cur, workspace, prepared.done)
+            yield from self._resolve_leaf_titles(
+                workspace, source, parsed, inserted_ids, states, deltas
+            )
+        yield from store.record_file(workspace, prepared.done)
         return result
 
     def _resolve_leaf_titles(
         self,
-        cur: Any,
         ws: str,
         source: str,
         parsed: Parsed,
         inserted_ids: set[str],
         states: dict[str, SessionState],
         deltas: Deltas,
-    ) -> None:
+    ) -> Work[None]:
         """Store the file's summary titles, then title every session whose named
         message is now stored (from this file or any other, this run or an earlier).
 
@@ -461,18 +482,18 @@ class Ingestor:
         """
         if parsed.leaf_titles:
             latest = {t.leaf_uuid: t.title for t in parsed.leaf_titles}
-            self.store.save_leaf_titles(cur, ws, source, latest)
+            yield from store.save_leaf_titles(ws, source, latest)
         # A summary names a line's uuid: the id of the first entry of that line.
         keys = {t.leaf_uuid for t in parsed.leaf_titles} | {i for i in inserted_ids if "#" not in i}
         best: dict[str, tuple[int, str]] = {}
-        for sid, seq, title in self.store.resolve_leaf_titles(cur, ws, sorted(keys)):
+        for sid, seq, title in (yield from store.resolve_leaf_titles(ws, sorted(keys))):
             if sid not in best or seq >= best[sid][0]:
                 best[sid] = (seq, title)
         if not best:
             return
         missing = [sid for sid in best if sid not in states]
         if missing:
-            states = {**states, **self.store.lock_sessions(cur, ws, missing, None)}
+            states = {**states, **(yield from store.lock_sessions(ws, missing, None))}
         for sid, (seq, title) in sorted(best.items()):
             state = states.get(sid)
             if state is None:
@@ -484,7 +505,7 @@ class Ingestor:
             state.title, state.title_auto, state.title_leaf_seq = title, True, seq
             changed = self._update_state(state, [], state.next_seq, deltas, force=True)
             if changed is not None:
-                self.store.update_session(cur, ws, state, *changed)
+                yield from store.update_session(ws, state, *changed)
 
     def ingest_file(
         self,
@@ -503,6 +524,45 @@ class Ingestor:
         the workspace of that name (a worktree's to its project's); `workspace` is
         the fallback, and the result says when it was used (`FileResult.no_cwd`).
         """
+        workspace, given, real, no_cwd = self._locate(
+            path,
+            workspace=workspace,
+            roots=roots,
+            format=format,
+            workspace_from_cwd=workspace_from_cwd,
+        )
+        return self._sync_store().driver.run(
+            self._commit_file(workspace, given, real, session_id, None, format, no_cwd)
+        )
+
+    def locate(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        workspace: str,
+        roots: Sequence[Path] | None = None,
+        format: str = adapters.AUTO,
+        workspace_from_cwd: bool = False,
+    ) -> tuple[str, Path, Path]:
+        """`ingest_file`'s checks: the workspace, the path as given and its real path."""
+        ws, given, real, _ = self._locate(
+            path,
+            workspace=workspace,
+            roots=roots,
+            format=format,
+            workspace_from_cwd=workspace_from_cwd,
+        )
+        return ws, given, real
+
+    def _locate(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        workspace: str,
+        roots: Sequence[Path] | None,
+        format: str,
+        workspace_from_cwd: bool,
+    ) -> tuple[str, Path, Path, bool]:
         check_workspace(workspace)
         check_format(format)
         given = Path(path)
@@ -510,9 +570,22 @@ class Ingestor:
         no_cwd = False
         if workspace_from_cwd:
             workspace, no_cwd = workspace_of(real, str(given), format, workspace)
-        result = self._commit_file(workspace, given, real, session_id, None, format)
-        result.no_cwd = no_cwd
-        return result
+        return workspace, given, real, no_cwd
+
+    def prepared_file(
+        self,
+        workspace: str,
+        given: Path,
+        real: Path,
+        record: FileRecord | None,
+        session_id: str | None = None,
+        format: str = adapters.AUTO,
+    ) -> Unit[FileResult]:
+        """Read and parse the file now, against `record` (its last known record), and
+        return the unit that writes it, which reads the file again only if its record
+        changed meanwhile. For hosts that read files off their event loop."""
+        prepared = self._prepare(given, real, record, session_id, format)
+        return self._commit_file(workspace, given, real, session_id, prepared, format)
 
     def ingest_paths(
         self,
@@ -552,17 +625,21 @@ class Ingestor:
             except IngestError as exc:
                 files.append((path, exc))
         snapshots: dict[str, dict[str, FileRecord]] = {}
+        db = self._sync_store()
         for ws in sorted({workspace, *targets.values()}):
-            with self.store.transaction(ws, context="reading file records") as cur:
-                snapshots[ws] = self.store.file_records(
-                    cur,
+            snapshots[ws] = db.read(
+                partial(
+                    store.file_records,
                     ws,
                     [
                         str(r)
                         for _, r in files
                         if isinstance(r, Path) and targets.get(r, workspace) == ws
                     ],
-                )
+                ),
+                ws,
+                context="reading file records",
+            )
 
         def prepare(item: tuple[Path, Path | IngestError]) -> _Prepared | IngestError:
             given, real = item
@@ -578,23 +655,24 @@ class Ingestor:
             # One transaction for the group, one savepoint per file: each file is
             # still all or nothing, while the commit, the vocabulary upsert and the
             # statistics update are paid once per group instead of once per file.
-            results = []
-            with self.store.transaction(ws, context="ingesting files") as cur:
+            def work() -> Work[list[FileResult]]:
+                results = []
                 deltas = Deltas()
                 for given, real, prepared in group:
                     mine = Deltas()
                     try:
-                        with self.store.savepoint():
-                            result = self._write_file(
-                                cur, ws, given, real, None, prepared, format, mine
-                            )
+                        result = yield from savepoint(
+                            self._write_file(ws, given, real, None, prepared, format, mine)
+                        )
                         deltas.merge(mine)
                     except IngestError as exc:
                         result = FileResult(path=str(given), error=exc)
                     result.no_cwd = real in no_cwd
                     results.append(result)
-                self.store.apply_deltas(cur, ws, deltas)
-            return results
+                yield from store.apply_deltas(ws, deltas, final=True)
+                return results
+
+            return db.write(work, ws, context="ingesting files")
 
         def report_all(results: list[FileResult]) -> None:
             for result in results:
@@ -622,21 +700,23 @@ class Ingestor:
                     or len(group) >= GROUP_FILES
                     or group_entries + len(prepared.entries) > GROUP_ENTRIES
                 ):
-                    report_all(self.store.retrying(partial(commit_group, group_ws, group)))
+                    report_all(commit_group(group_ws, group))
                     group, group_entries = [], 0
                 group_ws = ws
                 group.append((given, real, prepared))
                 group_entries += len(prepared.entries)
             if group:
-                report_all(self.store.retrying(partial(commit_group, group_ws, group)))
+                report_all(commit_group(group_ws, group))
         if report.messages >= MAINTAIN_AFTER:
-            self.store.after_bulk_load(report.messages)
+            db.after_bulk_load(report.messages)
         return report
 
     # --- API appends --------------------------------------------------------------
 
-    def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
-        """Append messages to a session; searchable once this returns (committed)."""
+    def append(
+        self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]
+    ) -> Unit[int]:
+        """The unit that appends messages to a session (searchable once it committed)."""
         check_workspace(workspace)
         if not session_id or len(session_id) > MAX_ID_CHARS:
             raise IngestError(f"session_id must be 1 to {MAX_ID_CHARS} characters")
@@ -652,11 +732,9 @@ class Ingestor:
             if entry.session_id != session_id:
                 raise IngestError(f"message {i}: session_id differs from the append target")
             entries.append(entry)
-        if not entries:
-            return 0
-        with self.store.transaction(workspace, context=f"appending to {session_id}") as cur:
-            written = self._write(
-                cur,
+
+        def work() -> Work[int]:
+            written = yield from self._write(
                 workspace,
                 entries,
                 source=None,
@@ -665,13 +743,19 @@ class Ingestor:
                 where=f"session {session_id}",
                 assign_seq=True,
             )
-        return len(written.inserted)
+            return len(written.inserted)
+
+        return Unit(
+            work=work if entries else partial(returning, 0),
+            workspace=workspace,
+            write=True,
+            context=f"appending to {session_id}",
+        )
 
     # --- shared write path --------------------------------------------------------
 
     def _write(
         self,
-        cur: Any,
         ws: str,
         entries: list[Entry],
         indexed: list[IndexedText] | None = None,
@@ -684,8 +768,9 @@ class Ingestor:
         deltas: Deltas | None = None,
         titles: dict[str, SessionTitle] | None = None,
         parents: dict[str, str] | None = None,
-    ) -> _Written:
-        """Insert entries; statistics go to `deltas`, or are applied here when None.
+    ) -> Work[_Written]:
+        """Insert entries; statistics go to `deltas`, or are applied here when None
+        (then with the transaction's last round trip).
 
         `titles` and `parents` are what the source says of its sessions beyond their
         entries (a title line, a sub-agent's parent).
@@ -693,7 +778,7 @@ class Ingestor:
         titles = titles or {}
         parents = parents or {}
         session_ids = {e.session_id for e in entries} | set(titles) | set(parents)
-        states = self.store.lock_sessions(cur, ws, session_ids, source)
+        states = yield from store.lock_sessions(ws, session_ids, source)
         for state in states.values():
             if state.message_count and state.source != source:
                 origin = state.source or "API appends"
@@ -766,7 +851,7 @@ class Ingestor:
         deltas = Deltas() if deltas is None else deltas
         inserted: set[tuple[str, int]] = set()
         for i in range(0, len(rows), _BATCH_ROWS):
-            inserted |= self.store.insert_messages(cur, ws, rows[i : i + _BATCH_ROWS], deltas)
+            inserted |= yield from store.insert_messages(ws, rows[i : i + _BATCH_ROWS], deltas)
         entry_ids: set[str] = set()
         for sid, state in states.items():
             mine = [r for r in rows if r.session_id == sid and (sid, r.seq) in inserted]
@@ -775,9 +860,9 @@ class Ingestor:
                 state, mine, next_seq[sid], deltas, force=sid in changed_fields
             )
             if changed is not None:
-                self.store.update_session(cur, ws, state, *changed)
+                yield from store.update_session(ws, state, *changed)
         if apply_here:
-            self.store.apply_deltas(cur, ws, deltas)
+            yield from store.apply_deltas(ws, deltas, final=True)
         return _Written(inserted=inserted, entry_ids=entry_ids, states=states)
 
     def _update_state(

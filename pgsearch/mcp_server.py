@@ -6,8 +6,9 @@ descriptions and schemas sent to clients are exactly `pgsearch.tools.TOOL_SPECS`
 optional extra, imported only here and only when a server starts.
 
 The scope (workspace, optional session) comes from the server's configuration;
-tool arguments can narrow it but never widen it. Database work is synchronous, so
-each call runs in a worker thread, one at a time over the server's one connection.
+tool arguments can narrow it but never widen it. Calls run in worker threads, up to
+`CONCURRENT_CALLS` at once on the provider's connection pool, so a slow search does
+not hold up a window; the pool replaces connections a database restart killed.
 Nothing but protocol messages may reach stdout; logs go to stderr.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from pgsearch import __version__, tools
 from pgsearch.errors import ConfigError
+from pgsearch.types import ScopedProvider
 
 SERVER_NAME = "pgsearch"
 INSTRUCTIONS = (
@@ -26,6 +28,8 @@ INSTRUCTIONS = (
     "session_messages reads a session page by page."
 )
 INSTALL_HINT = "pip install 'pgsearch[mcp]'"
+#: Tool calls served at once (the pool's default size: more would only queue for it).
+CONCURRENT_CALLS = 8
 
 
 def _require_sdk() -> None:
@@ -39,7 +43,7 @@ def _require_sdk() -> None:
         )
 
 
-def build_server(provider: tools.ScopedProvider) -> Any:
+def build_server(provider: ScopedProvider) -> Any:
     """A low-level MCP `Server` serving the session tools of `provider`."""
     _require_sdk()
     import anyio
@@ -56,8 +60,7 @@ def build_server(provider: tools.ScopedProvider) -> Any:
             for spec in tools.TOOL_SPECS
         ]
     )
-    # One call at a time: the provider owns a single database connection.
-    limiter = anyio.CapacityLimiter(1)
+    limiter = anyio.CapacityLimiter(CONCURRENT_CALLS)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return listed
@@ -84,7 +87,7 @@ def build_server(provider: tools.ScopedProvider) -> Any:
     )
 
 
-def serve_stdio(provider: tools.ScopedProvider) -> None:
+def serve_stdio(provider: ScopedProvider) -> None:
     """Serve `provider`'s tools over stdin/stdout until the client disconnects."""
     server = build_server(provider)
     import anyio

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -101,3 +101,19 @@ class BrowseRow:
     kind: str
     role: str
     created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TableSize:
+    """Bytes one pgsearch table and its indexes take on disk."""
+
+    table: str
+    table_bytes: int
+    index_bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "table_bytes": self.table_bytes,
+            "index_bytes": self.index_bytes,
+        }

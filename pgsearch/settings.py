@@ -80,8 +80,20 @@ class Settings:
     #: Longest query accepted, in characters, and most distinct words used.
     max_query_chars: int = 2000
     max_query_terms: int = 32
-    #: Per-search statement timeout in milliseconds (0 disables it).
+    #: Per-search statement timeout in milliseconds (0 disables it); every read has it.
     statement_timeout_ms: int = 5000
+    #: Statement timeout of writes in milliseconds (0 disables it): a lock held
+    #: elsewhere fails an ingest or append with a clear error instead of hanging it.
+    #: A bulk group (64 files, 5,000 entries) writes in well under a second.
+    write_timeout_ms: int = 60_000
+    #: Connections per process (`PgSearch` owns a pool; one `PgSearch` per process,
+    #: shared by every thread). The least kept open, and the most: a search is about
+    #: half server time, so a few connections per core keep the server busy; more
+    #: only queue inside PostgreSQL (bench/load.py measures the trade-off).
+    pool_min: int = 1
+    pool_max: int = 8
+    #: Seconds a call waits for a free pooled connection before failing.
+    pool_timeout: float = 30.0
     #: Indexed text per message is capped; the full content is always stored.
     max_indexed_chars: int = 200_000
     index_policy: IndexPolicy = field(default_factory=IndexPolicy)
@@ -102,6 +114,9 @@ class Settings:
             "max_query_chars": "PGSEARCH_MAX_QUERY_CHARS",
             "max_query_terms": "PGSEARCH_MAX_QUERY_TERMS",
             "statement_timeout_ms": "PGSEARCH_STATEMENT_TIMEOUT_MS",
+            "write_timeout_ms": "PGSEARCH_WRITE_TIMEOUT_MS",
+            "pool_min": "PGSEARCH_POOL_MIN",
+            "pool_max": "PGSEARCH_POOL_MAX",
             "max_indexed_chars": "PGSEARCH_MAX_INDEXED_CHARS",
         }
         for name, var in ints.items():
@@ -110,6 +125,14 @@ class Settings:
                     values[name] = int(env[var])
                 except ValueError:
                     raise ConfigError(f"{var} must be an integer, got {env[var]!r}") from None
+        if "PGSEARCH_POOL_TIMEOUT" in env:
+            try:
+                values["pool_timeout"] = float(env["PGSEARCH_POOL_TIMEOUT"])
+            except ValueError:
+                raise ConfigError(
+                    f"PGSEARCH_POOL_TIMEOUT must be a number of seconds, "
+                    f"got {env['PGSEARCH_POOL_TIMEOUT']!r}"
+                ) from None
         if "PGSEARCH_INDEX" in env:
             values["index_policy"] = IndexPolicy.parse(env["PGSEARCH_INDEX"])
         if "PGSEARCH_RLS" in env:
@@ -131,6 +154,15 @@ class Settings:
             raise ConfigError("query limits must be positive")
         if self.statement_timeout_ms < 0:
             raise ConfigError("statement_timeout_ms must not be negative")
+        if self.write_timeout_ms < 0:
+            raise ConfigError("write_timeout_ms must not be negative")
+        if self.pool_max < 1 or not 0 <= self.pool_min <= self.pool_max:
+            raise ConfigError(
+                f"the pool needs 0 <= PGSEARCH_POOL_MIN <= PGSEARCH_POOL_MAX and a maximum of "
+                f"at least 1, got {self.pool_min} and {self.pool_max}"
+            )
+        if not self.pool_timeout > 0:
+            raise ConfigError("pool_timeout must be positive")
         if self.max_indexed_chars < 1:
             raise ConfigError("max_indexed_chars must be positive")
         if self.max_expansions < 1:

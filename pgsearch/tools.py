@@ -23,7 +23,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from pgsearch import policy
 from pgsearch.errors import InvalidQuery, PgSearchError, ScopeError
@@ -38,6 +38,7 @@ from pgsearch.types import (
     MAX_RESULT_BYTES,
     MAX_WINDOW,
     Scope,
+    ScopedProvider,
     SessionQueryRequest,
     SessionQueryResult,
     Window,
@@ -50,23 +51,6 @@ AROUND = "session_around"
 MESSAGES = "session_messages"
 #: Output formats of `tool_schemas` (and `pgsearch tool-schema --format`).
 SCHEMA_FORMATS = ("openai", "anthropic", "mcp")
-
-
-class ScopedProvider(Protocol):
-    """What the tools need: a `pgsearch.Provider` (scope pinned by the host)."""
-
-    @property
-    def scope(self) -> Scope: ...
-
-    def search(self, request: SessionQueryRequest) -> SessionQueryResult: ...
-
-    def around(
-        self, session_id: str, seq: int, *, before: int = ..., after: int = ...
-    ) -> Window: ...
-
-    def session_messages(
-        self, session_id: str, *, start_seq: int = ..., limit: int = ...
-    ) -> Window: ...
 
 
 @dataclass(frozen=True, kw_only=True)

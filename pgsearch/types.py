@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from pgsearch.plan import SearchTrace
 
+from pgsearch.errors import ScopeError
+
 #: Results per page when the request does not say, and the most any request gets.
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
@@ -31,6 +33,15 @@ class Scope:
 
     workspace: str
     session_id: str | None = None
+
+    def narrow(self, session_id: str) -> str:
+        """`session_id` when this scope may open it, else `ScopeError`."""
+        if self.session_id is not None and session_id != self.session_id:
+            raise ScopeError(
+                f"this provider is bound to session {self.session_id!r}; "
+                f"it cannot open session {session_id!r}"
+            )
+        return session_id
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +115,53 @@ class SessionQueryResult:
         }
 
 
+@dataclass(frozen=True, kw_only=True)
+class SessionInfo:
+    """One session as `PgSearch.sessions` lists it."""
+
+    session_id: str
+    title: str | None
+    message_count: int
+    created_at: datetime | None
+    updated_at: datetime | None
+    source: str | None
+    #: For a sub-agent's session, the session that started it.
+    parent_session_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "title": self.title,
+            "message_count": self.message_count,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
+            "source": self.source,
+            "parent_session_id": self.parent_session_id,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkspaceStats:
+    """Counts of one workspace (`PgSearch.stats`)."""
+
+    workspace_id: str
+    sessions: int
+    messages: int
+    indexed_messages: int
+    vocabulary: int
+    by_kind: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "workspace_id": self.workspace_id,
+            "sessions": self.sessions,
+            "messages": self.messages,
+            "indexed_messages": self.indexed_messages,
+            "vocabulary": self.vocabulary,
+            "by_kind": dict(self.by_kind),
+        }
+
+
 @runtime_checkable
 class SessionQuery(Protocol):
     """What an agent runtime calls to search session history."""
@@ -149,3 +207,45 @@ class Window:
             "messages": [m.to_json() for m in self.messages],
             "next_seq": self.next_seq,
         }
+
+
+class ScopedProvider(Protocol):
+    """A `SessionQuery` pinned to a scope that also opens windows and pages
+    (`pgsearch.Provider`; the agent tools need no more than this)."""
+
+    @property
+    def scope(self) -> Scope: ...
+
+    def search(self, request: SessionQueryRequest) -> SessionQueryResult: ...
+
+    def around(
+        self, session_id: str, seq: int, *, before: int = ..., after: int = ...
+    ) -> Window: ...
+
+    def session_messages(
+        self, session_id: str, *, start_seq: int = ..., limit: int = ...
+    ) -> Window: ...
+
+
+@runtime_checkable
+class AsyncSessionQuery(Protocol):
+    """`SessionQuery` for asyncio hosts."""
+
+    async def search(self, request: SessionQueryRequest) -> SessionQueryResult: ...
+
+
+class AsyncScopedProvider(Protocol):
+    """`ScopedProvider` with coroutines (`pgsearch.aio.AsyncProvider`)."""
+
+    @property
+    def scope(self) -> Scope: ...
+
+    async def search(self, request: SessionQueryRequest) -> SessionQueryResult: ...
+
+    async def around(
+        self, session_id: str, seq: int, *, before: int = ..., after: int = ...
+    ) -> Window: ...
+
+    async def session_messages(
+        self, session_id: str, *, start_seq: int = ..., limit: int = ...
+    ) -> Window: ...

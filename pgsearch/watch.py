@@ -22,11 +22,13 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pgsearch.errors import IngestError
-from pgsearch.ingest import FileResult
 from pgsearch.sources import find_sources
+
+if TYPE_CHECKING:
+    from pgsearch.ingest import FileResult
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,8 @@ class Watcher:
             try:
                 result = self.ingest(path)
             except IngestError as exc:
+                from pgsearch.ingest import FileResult
+
                 result = FileResult(path=str(path), error=exc)
             # Remembered even after an error: a broken file is retried when it changes,
             # not on every poll.

@@ -1,6 +1,9 @@
 """Test harness on a real PostgreSQL.
 
-The server comes from ``PGSEARCH_TEST_DSN``, else the local server
+With ``PGSEARCH_TEST_SERVER=embedded`` the run starts its own embedded PostgreSQL
+(the ``embedded`` extra's, in a temporary home) and uses it throughout; that is how
+the suite runs on PostgreSQL 18 beside the system server. Otherwise the server
+comes from ``PGSEARCH_TEST_DSN``, else the local server
 (``postgresql://127.0.0.1:5432/postgres``), else a testcontainers PostgreSQL when a
 Docker engine answers; otherwise the run fails saying how to provide one.
 Each run creates uniquely named databases (a migrated template, cloned per test
@@ -11,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,9 +48,48 @@ def _candidate_dsns() -> list[str]:
     return [LOCAL_DSN] + [make_conninfo(LOCAL_DSN, user=u) for u in [*users, "postgres", "root"]]
 
 
+def private_home(prefix: str = "pgsearch-test-") -> Path:
+    """A new directory for an embedded server's home.
+
+    Made under the system's temporary directory and passable by other users: run as
+    root, the server runs as the ``postgres`` user, which cannot enter pytest's own
+    (mode 0700) temporary directories.
+    """
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("PGSEARCH_TEST_TMP")))
+    path.chmod(0o711)
+    return path
+
+
+@contextlib.contextmanager
+def embedded_server() -> Iterator[str]:
+    """A private embedded PostgreSQL for the whole run; yields its admin DSN."""
+    from pgsearch import embedded
+
+    if not embedded.available():
+        pytest.fail(
+            "PGSEARCH_TEST_SERVER=embedded needs the embedded PostgreSQL: "
+            "pip install -e '.[test]' (it brings the embedded extra)"
+        )
+    home = private_home("pgsearch-test-server-")
+    server = embedded.EmbeddedServer(home / "home")
+    lease = server.lease()
+    try:
+        yield server.admin_dsn()
+    finally:
+        lease.release()
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def server_dsn() -> Iterator[str]:
     """An admin DSN for a server the tests may create databases on."""
+    if os.environ.get("PGSEARCH_TEST_SERVER") == "embedded":
+        with embedded_server() as dsn:
+            yield dsn
+        return
+    if os.environ.get("PGSEARCH_TEST_SERVER"):
+        pytest.fail(f"PGSEARCH_TEST_SERVER={os.environ['PGSEARCH_TEST_SERVER']}: only 'embedded'")
     for dsn in _candidate_dsns():
         if _reachable(dsn):
             yield dsn

@@ -180,6 +180,34 @@ AFTER_BULK_LOAD: tuple[LiteralString, ...] = (
     "ANALYZE messages, vocabulary, sessions",
 )
 
+# With the citus extension, the coordinator's distributed tables are empty shells and
+# the rows live in shards on the workers: the estimate is summed over the shards
+# (unknown while any shard has never been analysed) and the pending lists merged on
+# every shard. A table not distributed (yet) is treated as on one PostgreSQL. These
+# read every shard, once, at the end of a bulk load (see `pgsearch.db.citus`).
+MESSAGE_ESTIMATE_CITUS = """
+SELECT CASE
+    WHEN NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('messages'))
+    THEN (SELECT reltuples FROM pg_class WHERE oid = to_regclass('messages'))
+    ELSE (SELECT CASE WHEN min(result::float8) < 0 THEN -1 ELSE sum(result::float8) END
+          FROM run_command_on_shards(
+              'messages', $$SELECT reltuples FROM pg_class WHERE oid = '%s'::regclass$$))
+END
+"""
+
+AFTER_BULK_LOAD_CITUS: tuple[LiteralString, ...] = (
+    """SELECT CASE
+    WHEN NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('messages'))
+    THEN gin_clean_pending_list(to_regclass('messages_tsv_idx'))
+    ELSE (SELECT sum(result::bigint) FROM run_command_on_shards('messages', $$
+              SELECT coalesce(sum(gin_clean_pending_list(i.indexrelid)), 0)
+              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+              JOIN pg_am a ON a.oid = c.relam
+              WHERE i.indrelid = '%s'::regclass AND a.amname = 'gin'$$))
+END""",
+    "ANALYZE messages, vocabulary, sessions",
+)
+
 # --- forget -------------------------------------------------------------------------
 
 DELETE_SESSION_MESSAGES = """
@@ -221,7 +249,7 @@ LIMIT %(limit)s OFFSET %(offset)s
 
 WORKSPACE_STATS = """
 SELECT kind, n_messages, n_indexed, total_len FROM workspace_stats
-WHERE workspace_id = %(ws)s AND kind <> '~session_fields'
+WHERE workspace_id = %(ws)s AND kind <> %(fields)s
 """
 
 ALL_WORKSPACES = "SELECT DISTINCT workspace_id FROM workspace_stats ORDER BY 1"
@@ -231,9 +259,35 @@ SELECT (SELECT count(*) FROM sessions WHERE workspace_id = %(ws)s),
        (SELECT count(*) FROM vocabulary WHERE workspace_id = %(ws)s)
 """
 
+#: Tables holding tenant rows (all keyed by workspace_id first).
+TENANT_TABLES = (
+    "workspace_stats",
+    "sessions",
+    "messages",
+    "vocabulary",
+    "ingested_files",
+    "leaf_titles",
+)
+
 TABLE_SIZES = """
 SELECT c.relname, pg_table_size(c.oid), pg_indexes_size(c.oid)
 FROM pg_class c
+WHERE c.relname = ANY(%(tables)s::text[]) AND c.relkind = 'r'
+  AND c.relnamespace = to_regnamespace(current_schema())::oid
+ORDER BY c.relname
+"""
+
+# On Citus a distributed table's size is the sum over its shards.
+TABLE_SIZES_CITUS = """
+SELECT c.relname, s.table_bytes, s.total_bytes - s.table_bytes
+FROM pg_class c
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN d.logicalrelid IS NULL THEN pg_table_size(c.oid)
+                ELSE citus_table_size(c.oid) END AS table_bytes,
+           CASE WHEN d.logicalrelid IS NULL THEN pg_total_relation_size(c.oid)
+                ELSE citus_total_relation_size(c.oid) END AS total_bytes
+    FROM (SELECT c.oid) AS o LEFT JOIN pg_dist_partition d ON d.logicalrelid = o.oid
+) s
 WHERE c.relname = ANY(%(tables)s::text[]) AND c.relkind = 'r'
   AND c.relnamespace = to_regnamespace(current_schema())::oid
 ORDER BY c.relname
@@ -339,15 +393,8 @@ WHERE m.workspace_id = %(ws)s AND m.session_id = %(session_id)s AND m.seq < %(se
 ORDER BY m.seq DESC LIMIT %(n)s
 """
 
-WINDOW_AFTER = """
-SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
-       m.content, m.arguments
-FROM messages m
-WHERE m.workspace_id = %(ws)s AND m.session_id = %(session_id)s AND m.seq >= %(seq)s
-ORDER BY m.seq LIMIT %(n)s
-"""
-
-SESSION_PAGE = """
+# A session's messages from a seq on: a window's anchor and what follows it, or a page.
+WINDOW_FROM = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
        m.content, m.arguments
 FROM messages m

@@ -44,6 +44,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 
+# Re-exported: the list lives with the SQL so that the store never imports SQLAlchemy.
+from pgsearch.db.queries import TENANT_TABLES as TENANT_TABLES
+
 metadata = MetaData()
 
 workspace_stats = Table(
@@ -187,14 +190,4 @@ settings_table = Table(
     Column("key", Text, nullable=False),
     Column("value", Text, nullable=False),
     PrimaryKeyConstraint("key", name="pgsearch_meta_pkey"),
-)
-
-#: Tables holding tenant rows (all keyed by workspace_id first).
-TENANT_TABLES = (
-    "workspace_stats",
-    "sessions",
-    "messages",
-    "vocabulary",
-    "ingested_files",
-    "leaf_titles",
 )

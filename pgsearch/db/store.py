@@ -1,6 +1,9 @@
 """Reading and writing pgsearch tables: the domain layer's only door to the database.
 
-Every method takes the workspace explicitly and every statement filters on it.
+Each operation is a unit of work (`pgsearch.db.work`): a generator of named
+statements with typed rows, run by a driver (`pgsearch.db.driver`) in one
+transaction, sync or asyncio alike. Independent statements share a round trip.
+Every operation takes the workspace explicitly and every statement filters on it.
 Writes keep three derived things exact in the same transaction as the rows they
 describe: vocabulary document frequencies, per-workspace per-kind statistics, and
 per-session counters. Vocabulary rows are always locked in term order, so
@@ -16,17 +19,54 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, LiteralString, TypeVar
 
 from pgsearch.db import queries as q
-from pgsearch.db.connector import Connector, Cursor
-from pgsearch.db.schema import TENANT_TABLES
-from pgsearch.errors import StoreError
+from pgsearch.db.driver import AsyncDriver, Driver, DriverConfig, Tx
+from pgsearch.db.routing import router_for
+from pgsearch.db.work import (
+    Statement,
+    Unit,
+    Work,
+    as_tuple,
+    execute,
+    fetch,
+    fetch2,
+    fetch_all,
+    returning,
+    savepoint,
+)
+from pgsearch.errors import NotFound, StoreError
 from pgsearch.normalize import stem
+from pgsearch.rows import StoredMessage, TableSize
+from pgsearch.types import SessionInfo, WorkspaceStats
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Cursor", "FileRecord", "MessageRow", "SessionState", "Store"]
+__all__ = [
+    "FIELDS_STAT",
+    "AsyncDriver",
+    "Deltas",
+    "Driver",
+    "DriverConfig",
+    "FileRecord",
+    "MessageRow",
+    "SessionState",
+    "Store",
+    "Tx",
+    "Unit",
+    "Work",
+    "returning",
+    "router_for",
+    "savepoint",
+]
+
+#: The `workspace_stats` row that counts session titles/summaries, not messages.
+FIELDS_STAT = q.FIELDS_STAT
+
+#: An open transaction (`Tx`) as the search engine receives it.
+Cursor = Tx
 
 T = TypeVar("T")
 
@@ -114,48 +154,80 @@ def _json(value: dict[str, Any] | None) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
-class Store:
-    """Named operations over one `Connector`."""
+def _file_record(row: Sequence[Any]) -> FileRecord:
+    return FileRecord(row[0], int(row[1]), int(row[2]), row[3], row[4])
 
-    def __init__(self, connector: Connector) -> None:
-        self.connector = connector
-        self._cursor_key: bytes | None = None
 
-    @contextmanager
-    def transaction(
-        self, workspace: str | None, *, search: bool = False, timeout_ms: int = 0, context: str = ""
-    ) -> Iterator[Cursor]:
-        with self.connector.transaction(
-            workspace, search=search, timeout_ms=timeout_ms, context=context
-        ) as cur:
-            yield cur
+def _session_state(row: Sequence[Any]) -> SessionState:
+    return SessionState(
+        session_id=row[0],
+        source=row[1],
+        title=row[2],
+        summary=row[3],
+        next_seq=row[4],
+        last_turn=row[5],
+        message_count=row[6],
+        created_at=row[7],
+        updated_at=row[8],
+        field_terms=tuple(row[9] or ()),
+        field_len=int(row[10] or 0),
+        parent_session_id=row[11],
+        title_auto=bool(row[12]),
+        title_leaf_seq=row[13],
+    )
 
-    def retrying(self, work: Callable[[], T]) -> T:
-        """Run `work`, one whole transaction, again if Postgres aborts it as a deadlock
-        victim or serialization failure (see `Connector.retrying`)."""
-        return self.connector.retrying(work)
 
-    @contextmanager
-    def savepoint(self) -> Iterator[None]:
-        """A nested unit inside the current transaction, rolled back alone on error."""
-        with self.connector.savepoint():
-            yield
+def _stored_message(row: Sequence[Any]) -> StoredMessage:
+    return StoredMessage(
+        session_id=row[0],
+        seq=int(row[1]),
+        entry_id=row[2],
+        kind=row[3],
+        role=row[4],
+        turn=int(row[5]),
+        tool_name=row[6],
+        created_at=row[7],
+        content=row[8],
+        arguments=row[9],
+    )
 
-    # --- ingest -------------------------------------------------------------------
 
-    def lock_file(self, cur: Cursor, ws: str, path: str) -> FileRecord | None:
-        """The file's record, read once no other transaction is writing that file."""
-        cur.execute(q.LOCK_FILE_KEY, {"ws": ws, "path": path})
-        cur.execute(q.LOCK_FILE, {"ws": ws, "path": path})
-        row = cur.fetchone()
-        return None if row is None else FileRecord(path, row[0], row[1], row[2], row[3])
+def _key(row: Sequence[Any]) -> tuple[str, int]:
+    return str(row[0]), int(row[1])
 
-    def file_records(self, cur: Cursor, ws: str, paths: list[str]) -> dict[str, FileRecord]:
-        cur.execute(q.FILE_RECORDS, {"ws": ws, "paths": paths})
-        return {r[0]: FileRecord(r[0], r[1], r[2], r[3], r[4]) for r in cur.fetchall()}
 
-    def record_file(self, cur: Cursor, ws: str, record: FileRecord) -> None:
-        cur.execute(
+def _first(row: Sequence[Any]) -> Any:
+    return row[0]
+
+
+# --- ingest ---------------------------------------------------------------------------
+
+
+def lock_file(ws: str, path: str) -> Work[FileRecord | None]:
+    """The file's record, read once no other transaction is writing that file."""
+    _, rows = yield from fetch2(
+        Statement("lock file key", q.LOCK_FILE_KEY, {"ws": ws, "path": path}),
+        Statement(
+            "lock file",
+            q.LOCK_FILE,
+            {"ws": ws, "path": path},
+            decode=lambda r: FileRecord(path, int(r[0]), int(r[1]), r[2], r[3]),
+        ),
+    )
+    return rows[0] if rows else None
+
+
+def file_records(ws: str, paths: list[str]) -> Work[dict[str, FileRecord]]:
+    rows = yield from fetch(
+        Statement("file records", q.FILE_RECORDS, {"ws": ws, "paths": paths}, _file_record)
+    )
+    return {r.path: r for r in rows}
+
+
+def record_file(ws: str, record: FileRecord) -> Work[None]:
+    yield from execute(
+        Statement(
+            "record file",
             q.RECORD_FILE,
             {
                 "ws": ws,
@@ -166,47 +238,63 @@ class Store:
                 "parser": record.parser,
             },
         )
+    )
 
-    def sessions_from_source(self, cur: Cursor, ws: str, source: str) -> list[str]:
-        """Ids of the sessions whose messages came from the file `source`."""
-        cur.execute(q.SESSIONS_FROM_SOURCE, {"ws": ws, "source": source})
-        return [r[0] for r in cur.fetchall()]
 
-    def lock_sessions(
-        self, cur: Cursor, ws: str, session_ids: Iterable[str], source: str | None
-    ) -> dict[str, SessionState]:
-        """Create missing sessions and lock all of them (in id order)."""
-        ids = sorted(set(session_ids))
-        cur.execute(q.ENSURE_SESSIONS, {"ws": ws, "ids": ids, "source": source})
-        cur.execute(q.LOCK_SESSIONS, {"ws": ws, "ids": ids})
-        return {
-            row[0]: SessionState(
-                session_id=row[0],
-                source=row[1],
-                title=row[2],
-                summary=row[3],
-                next_seq=row[4],
-                last_turn=row[5],
-                message_count=row[6],
-                created_at=row[7],
-                updated_at=row[8],
-                field_terms=tuple(row[9] or ()),
-                field_len=int(row[10] or 0),
-                parent_session_id=row[11],
-                title_auto=bool(row[12]),
-                title_leaf_seq=row[13],
+def sessions_from_source(ws: str, source: str) -> Work[list[str]]:
+    """Ids of the sessions whose messages came from the file `source`."""
+    return (
+        yield from fetch(
+            Statement(
+                "sessions from source",
+                q.SESSIONS_FROM_SOURCE,
+                {"ws": ws, "source": source},
+                _first,
             )
-            for row in cur.fetchall()
-        }
+        )
+    )
 
-    def insert_messages(
-        self, cur: Cursor, ws: str, rows: Sequence[MessageRow], deltas: Deltas
-    ) -> set[tuple[str, int]]:
-        """Insert rows not already stored; returns the keys inserted, deltas updated."""
-        if not rows:
-            return set()
-        if len(rows) < _COPY_THRESHOLD:
-            cur.execute(
+
+def lock_sessions(
+    ws: str, session_ids: Iterable[str], source: str | None
+) -> Work[dict[str, SessionState]]:
+    """Create missing sessions and lock all of them (in id order)."""
+    ids = sorted(set(session_ids))
+    _, rows = yield from fetch2(
+        Statement("ensure sessions", q.ENSURE_SESSIONS, {"ws": ws, "ids": ids, "source": source}),
+        Statement("lock sessions", q.LOCK_SESSIONS, {"ws": ws, "ids": ids}, _session_state),
+    )
+    return {state.session_id: state for state in rows}
+
+
+def _copy_row(r: MessageRow) -> tuple[Any, ...]:
+    return (
+        r.session_id,
+        r.seq,
+        r.entry_id,
+        r.kind,
+        r.role,
+        r.turn,
+        r.tool_name,
+        r.created_at,
+        r.content,
+        r.arguments,
+        _json(r.extra),
+        r.tsvector,
+        r.token_count,
+    )
+
+
+def insert_messages(
+    ws: str, rows: Sequence[MessageRow], deltas: Deltas
+) -> Work[set[tuple[str, int]]]:
+    """Insert rows not already stored; returns the keys inserted, deltas updated."""
+    if not rows:
+        return set()
+    if len(rows) < _COPY_THRESHOLD:
+        inserted = yield from fetch(
+            Statement(
+                "insert messages",
                 q.INSERT_MESSAGES,
                 {
                     "ws": ws,
@@ -224,45 +312,34 @@ class Store:
                     "tsv": [r.tsvector for r in rows],
                     "token_count": [r.token_count for r in rows],
                 },
+                _key,
             )
-        else:
-            # Large batches go through COPY into a session-local staging table: the
-            # driver formats rows in C, far cheaper than binding big arrays.
-            cur.execute(q.CREATE_STAGE)
-            with cur.copy(q.COPY_STAGE) as copy:
-                for r in rows:
-                    copy.write_row(
-                        (
-                            r.session_id,
-                            r.seq,
-                            r.entry_id,
-                            r.kind,
-                            r.role,
-                            r.turn,
-                            r.tool_name,
-                            r.created_at,
-                            r.content,
-                            r.arguments,
-                            _json(r.extra),
-                            r.tsvector,
-                            r.token_count,
-                        )
-                    )
-            cur.execute(q.INSERT_FROM_STAGE, {"ws": ws})
-        inserted = {(sid, seq) for sid, seq in cur.fetchall()}
-        for r in rows:
-            if (r.session_id, r.seq) in inserted:
-                deltas.n[r.kind] += 1
-                if r.token_count:
-                    deltas.indexed[r.kind] += 1
-                    deltas.length[r.kind] += r.token_count
-                    deltas.df.update(r.terms)
-        return inserted
+        )
+    else:
+        # Large batches go through COPY into a session-local staging table: the
+        # driver formats rows in C, far cheaper than binding big arrays.
+        _, _, inserted = yield from fetch_all(
+            [
+                Statement("create stage", q.CREATE_STAGE),
+                Statement("copy stage", q.COPY_STAGE, copy_rows=[_copy_row(r) for r in rows]),
+                Statement("insert from stage", q.INSERT_FROM_STAGE, {"ws": ws}, _key),
+            ]
+        )
+    keys = set(inserted)
+    for r in rows:
+        if (r.session_id, r.seq) in keys:
+            deltas.n[r.kind] += 1
+            if r.token_count:
+                deltas.indexed[r.kind] += 1
+                deltas.length[r.kind] += r.token_count
+                deltas.df.update(r.terms)
+    return keys
 
-    def update_session(
-        self, cur: Cursor, ws: str, state: SessionState, tsv: str, field_len: int
-    ) -> None:
-        cur.execute(
+
+def update_session(ws: str, state: SessionState, tsv: str, field_len: int) -> Work[None]:
+    yield from execute(
+        Statement(
+            "update session",
             q.UPDATE_SESSION,
             {
                 "ws": ws,
@@ -282,46 +359,62 @@ class Store:
                 "title_leaf_seq": state.title_leaf_seq,
             },
         )
+    )
 
-    # --- titles naming their session through a message (Claude Code summaries) -------
 
-    def save_leaf_titles(self, cur: Cursor, ws: str, source: str, titles: dict[str, str]) -> None:
-        """Keep each title until the message it names is stored (and after)."""
-        leaves = sorted(titles)
-        cur.execute(
+# --- titles naming their session through a message (Claude Code summaries) ---------
+
+
+def save_leaf_titles(ws: str, source: str, titles: dict[str, str]) -> Work[None]:
+    """Keep each title until the message it names is stored (and after)."""
+    leaves = sorted(titles)
+    yield from execute(
+        Statement(
+            "save leaf titles",
             q.SAVE_LEAF_TITLES,
-            {
-                "ws": ws,
-                "leaves": leaves,
-                "titles": [titles[k] for k in leaves],
-                "source": source,
-            },
+            {"ws": ws, "leaves": leaves, "titles": [titles[k] for k in leaves], "source": source},
         )
+    )
 
-    def resolve_leaf_titles(
-        self, cur: Cursor, ws: str, keys: Sequence[str]
-    ) -> list[tuple[str, int, str]]:
-        """(session, seq, title) for each waiting title among `keys` whose message is
-        now stored; those titles are marked resolved."""
-        if not keys:
-            return []
-        cur.execute(q.RESOLVE_LEAF_TITLES, {"ws": ws, "keys": list(keys)})
-        return [(r[0], int(r[1]), r[2]) for r in cur.fetchall()]
 
-    def forget_leaf_titles(self, cur: Cursor, ws: str, source: str) -> None:
-        """Drop the titles a file gave (it is being read again whole)."""
-        cur.execute(q.FORGET_LEAF_TITLES, {"ws": ws, "source": source})
+def resolve_leaf_titles(ws: str, keys: Sequence[str]) -> Work[list[tuple[str, int, str]]]:
+    """(session, seq, title) for each waiting title among `keys` whose message is now
+    stored; those titles are marked resolved."""
+    if not keys:
+        return []
+    return (
+        yield from fetch(
+            Statement(
+                "resolve leaf titles",
+                q.RESOLVE_LEAF_TITLES,
+                {"ws": ws, "keys": list(keys)},
+                lambda r: (str(r[0]), int(r[1]), str(r[2])),
+            )
+        )
+    )
 
-    def apply_deltas(self, cur: Cursor, ws: str, deltas: Deltas) -> None:
-        """Fold accumulated deltas into vocabulary and statistics (sorted, batched).
 
-        Additions and removals go in one statement that locks every changed term in
-        sorted order: a writer taking them in two passes could hold a removed term
-        that another writer needs while waiting for an added one that writer holds.
-        """
-        terms = sorted(t for t in set(deltas.df) | set(deltas.sf) if deltas.df[t] or deltas.sf[t])
-        if terms:
-            cur.execute(
+def forget_leaf_titles(ws: str, source: str) -> Work[None]:
+    """Drop the titles a file gave (it is being read again whole)."""
+    yield from execute(
+        Statement("forget leaf titles", q.FORGET_LEAF_TITLES, {"ws": ws, "source": source})
+    )
+
+
+def apply_deltas(ws: str, deltas: Deltas, *, final: bool = False) -> Work[None]:
+    """Fold accumulated deltas into vocabulary and statistics (sorted, batched).
+
+    Additions and removals go in one statement that locks every changed term in
+    sorted order: a writer taking them in two passes could hold a removed term
+    that another writer needs while waiting for an added one that writer holds.
+    All of it is one round trip.
+    """
+    statements: list[Statement[Any]] = []
+    terms = sorted(t for t in set(deltas.df) | set(deltas.sf) if deltas.df[t] or deltas.sf[t])
+    if terms:
+        statements.append(
+            Statement(
+                "upsert vocabulary",
                 q.UPSERT_VOCABULARY,
                 {
                     "ws": ws,
@@ -331,12 +424,17 @@ class Store:
                     "sf": [deltas.sf[t] for t in terms],
                 },
             )
-            shrink = [t for t in terms if deltas.df[t] < 0 or deltas.sf[t] < 0]
-            if shrink:
-                cur.execute(q.PRUNE_VOCABULARY, {"ws": ws, "terms": shrink})
-        kinds = sorted(set(deltas.n) | set(deltas.indexed) | set(deltas.length))
-        if kinds:
-            cur.execute(
+        )
+        shrink = [t for t in terms if deltas.df[t] < 0 or deltas.sf[t] < 0]
+        if shrink:
+            statements.append(
+                Statement("prune vocabulary", q.PRUNE_VOCABULARY, {"ws": ws, "terms": shrink})
+            )
+    kinds = sorted(set(deltas.n) | set(deltas.indexed) | set(deltas.length))
+    if kinds:
+        statements.append(
+            Statement(
+                "upsert statistics",
                 q.UPSERT_STATS,
                 {
                     "ws": ws,
@@ -346,6 +444,246 @@ class Store:
                     "len": [deltas.length[k] for k in kinds],
                 },
             )
+        )
+    yield from execute(*statements, final=final)
+
+
+# --- forget ---------------------------------------------------------------------------
+
+
+def forget_session(ws: str, session_id: str, deltas: Deltas) -> Work[int]:
+    """Delete one session; returns how many messages went (`NotFound` if none existed).
+
+    Deltas are updated; the caller applies them in the same transaction.
+    """
+    messages, _, sessions = yield from fetch_all(
+        [
+            Statement(
+                "delete session messages",
+                q.DELETE_SESSION_MESSAGES,
+                {"ws": ws, "session_id": session_id},
+                as_tuple,
+            ),
+            # Titles that named this session wait for its messages again.
+            Statement(
+                "unresolve leaf titles",
+                q.UNRESOLVE_LEAF_TITLES,
+                {"ws": ws, "session_id": session_id},
+            ),
+            Statement(
+                "delete session", q.DELETE_SESSION, {"ws": ws, "session_id": session_id}, as_tuple
+            ),
+        ]
+    )
+    for kind, token_count, terms in messages:
+        deltas.n[kind] -= 1
+        if token_count:
+            deltas.indexed[kind] -= 1
+            deltas.length[kind] -= token_count
+            for t in terms:
+                deltas.df[t] -= 1
+    if not sessions:
+        if not messages:
+            raise NotFound(f"no session {session_id!r} in workspace {ws!r}")
+        return len(messages)
+    field_terms, source, field_len = sessions[0]
+    for t in field_terms:
+        deltas.sf[t] -= 1
+    if field_terms:
+        deltas.indexed[FIELDS_STAT] -= 1
+        deltas.length[FIELDS_STAT] -= int(field_len)
+    if source:
+        yield from execute(
+            Statement("delete session files", q.DELETE_SESSION_FILES, {"ws": ws, "paths": [source]})
+        )
+    return len(messages)
+
+
+def forget_workspace(ws: str) -> Work[int]:
+    """Delete everything of one workspace; returns how many messages went."""
+    counts, *_ = yield from fetch_all(
+        [
+            Statement(
+                "message counts",
+                "SELECT coalesce(sum(n_messages), 0) FROM workspace_stats "
+                "WHERE workspace_id = %(ws)s AND kind <> %(fields)s",
+                {"ws": ws, "fields": FIELDS_STAT},
+                lambda r: int(r[0]),
+            ),
+            *(Statement("forget workspace", s, {"ws": ws}) for s in q.FORGET_WORKSPACE),
+        ],
+        final=True,
+    )
+    return int(counts[0])
+
+
+def forget(ws: str, session_id: str | None) -> Work[int]:
+    """Delete a session (or the whole workspace) with its statistics, in one unit."""
+    if session_id is None:
+        return (yield from forget_workspace(ws))
+    deltas = Deltas()
+    count = yield from forget_session(ws, session_id, deltas)
+    yield from apply_deltas(ws, deltas, final=True)
+    return count
+
+
+# --- reading --------------------------------------------------------------------------
+
+
+def list_sessions(ws: str, *, limit: int, offset: int) -> Work[list[SessionInfo]]:
+    return (
+        yield from fetch(
+            Statement(
+                "list sessions",
+                q.LIST_SESSIONS,
+                {"ws": ws, "limit": limit, "offset": offset},
+                lambda r: SessionInfo(
+                    session_id=r[0],
+                    title=r[1],
+                    message_count=r[2],
+                    created_at=r[3],
+                    updated_at=r[4],
+                    source=r[5],
+                    parent_session_id=r[6],
+                ),
+            ),
+            final=True,
+        )
+    )
+
+
+def workspaces() -> Work[list[str]]:
+    return (yield from fetch(Statement("workspaces", q.ALL_WORKSPACES, decode=_first), final=True))
+
+
+def workspace_stats(ws: str) -> Work[WorkspaceStats]:
+    """Per-kind counts, sessions and vocabulary size of one workspace (one round trip)."""
+    by_kind, counts = yield from fetch2(
+        Statement(
+            "workspace statistics",
+            q.WORKSPACE_STATS,
+            {"ws": ws, "fields": FIELDS_STAT},
+            lambda r: (str(r[0]), int(r[1]), int(r[2])),
+        ),
+        Statement(
+            "workspace counts", q.WORKSPACE_COUNTS, {"ws": ws}, lambda r: (int(r[0]), int(r[1]))
+        ),
+        final=True,
+    )
+    sessions, vocabulary = counts[0]
+    return WorkspaceStats(
+        workspace_id=ws,
+        sessions=sessions,
+        messages=sum(n for _, n, _ in by_kind),
+        indexed_messages=sum(ni for _, _, ni in by_kind),
+        vocabulary=vocabulary,
+        by_kind={k: n for k, n, _ in sorted(by_kind)},
+    )
+
+
+def table_sizes(*, citus: bool = False) -> Work[list[TableSize]]:
+    """Bytes of each pgsearch table and its indexes (summed over shards on Citus)."""
+    return (
+        yield from fetch(
+            Statement(
+                "table sizes",
+                q.TABLE_SIZES_CITUS if citus else q.TABLE_SIZES,
+                {"tables": list(q.TENANT_TABLES)},
+                lambda r: TableSize(table=r[0], table_bytes=int(r[1]), index_bytes=int(r[2])),
+            ),
+            final=True,
+        )
+    )
+
+
+def window(
+    ws: str, session_id: str, seq: int, before: int, after: int
+) -> Work[tuple[list[StoredMessage], list[StoredMessage]]]:
+    """Up to `before` messages before `seq` (nearest first) and `after` + 1 from it on."""
+    params = {"ws": ws, "session_id": session_id, "seq": seq}
+    statements = [
+        Statement("window from", q.WINDOW_FROM, {**params, "n": after + 1}, _stored_message)
+    ]
+    if before:
+        statements.append(
+            Statement("window before", q.WINDOW_BEFORE, {**params, "n": before}, _stored_message)
+        )
+    lists = yield from fetch_all(statements, final=True)
+    return lists[0], (lists[1] if before else [])
+
+
+def session_page(
+    ws: str, session_id: str, start_seq: int, limit: int
+) -> Work[list[StoredMessage] | None]:
+    """Up to `limit` messages from `start_seq` on; None when the session does not exist."""
+    exists, rows = yield from fetch2(
+        Statement(
+            "session exists", q.SESSION_EXISTS, {"ws": ws, "session_id": session_id}, as_tuple
+        ),
+        Statement(
+            "window from",
+            q.WINDOW_FROM,
+            {"ws": ws, "session_id": session_id, "seq": start_seq, "n": limit},
+            _stored_message,
+        ),
+        final=True,
+    )
+    return rows if exists else None
+
+
+def message_estimate(*, citus: bool = False) -> Work[float]:
+    """The planner's row estimate for `messages` (-1 before its first ANALYZE)."""
+    query = q.MESSAGE_ESTIMATE_CITUS if citus else q.MESSAGE_ESTIMATE
+    rows = yield from fetch(Statement("message estimate", query, decode=_first), final=True)
+    return float(rows[0]) if rows and rows[0] is not None else -1.0
+
+
+def maintenance(statement: LiteralString) -> Work[None]:
+    yield from execute(Statement("maintenance", statement), final=True)
+
+
+def cursor_key() -> Work[bytes]:
+    rows = yield from fetch(Statement("cursor key", q.CURSOR_KEY, decode=_first), final=True)
+    return (rows[0] if rows else "pgsearch").encode()
+
+
+class Store:
+    """Runs the operations above through a `Driver` (the blocking entry points)."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self._cursor_key: bytes | None = None
+
+    def read(self, work: Callable[[], Work[T]], workspace: str | None, *, context: str) -> T:
+        return self.driver.run(Unit(work=work, workspace=workspace, write=False, context=context))
+
+    def write(self, work: Callable[[], Work[T]], workspace: str | None, *, context: str) -> T:
+        return self.driver.run(Unit(work=work, workspace=workspace, write=True, context=context))
+
+    @contextmanager
+    def transaction(
+        self,
+        workspace: str | None,
+        *,
+        search: bool = False,
+        timeout_ms: int = 0,
+        context: str = "",
+        write: bool | None = None,
+    ) -> Iterator[Tx]:
+        """An open transaction for the search engine (writes unless `search`).
+
+        `timeout_ms` is accepted for older callers; the driver applies the read or
+        write statement timeout of the settings.
+        """
+        with self.driver.transaction(
+            workspace, write=not search if write is None else write, search=search, context=context
+        ) as tx:
+            yield tx
+
+    def retrying(self, work: Callable[[], T]) -> T:
+        """Run `work`, which opens its own transaction, again when that is safe (see
+        `Driver.retrying`)."""
+        return self.driver.retrying(work)
 
     def after_bulk_load(self, added: int) -> None:
         """Merge the message index's pending list and refresh planner statistics.
@@ -355,94 +693,28 @@ class Store:
         whole workspace vocabulary. Both steps need table ownership; without it they
         are skipped (autovacuum does the same work later).
         """
-        with self.transaction(None, context="reading table estimates") as cur:
-            cur.execute(q.MESSAGE_ESTIMATE)
-            row = cur.fetchone()
-        estimate = float(row[0]) if row and row[0] is not None else -1.0
+        citus = self.driver.citus
+        estimate = self.read(
+            partial(message_estimate, citus=citus), None, context="reading table estimates"
+        )
         if 0 <= estimate and added < ANALYZE_SHARE * estimate:
             return
-        for statement in q.AFTER_BULK_LOAD:
+        for statement in q.AFTER_BULK_LOAD_CITUS if citus else q.AFTER_BULK_LOAD:
             try:
-                with self.transaction(None, context="refreshing statistics") as cur:
-                    cur.execute(statement)
+                self.write(partial(maintenance, statement), None, context="refreshing statistics")
             except StoreError as exc:
                 log.info("skipped after a bulk load: %s", exc)
 
-    # --- forget -------------------------------------------------------------------
+    # --- compatibility for the search engine (until it reads through named reads) --
 
-    def forget_session(self, cur: Cursor, ws: str, session_id: str, deltas: Deltas) -> int:
-        """Delete one session; returns how many messages went. Deltas updated."""
-        cur.execute(q.DELETE_SESSION_MESSAGES, {"ws": ws, "session_id": session_id})
-        count = 0
-        for kind, token_count, terms in cur.fetchall():
-            count += 1
-            deltas.n[kind] -= 1
-            if token_count:
-                deltas.indexed[kind] -= 1
-                deltas.length[kind] -= token_count
-                for t in terms:
-                    deltas.df[t] -= 1
-        cur.execute(q.UNRESOLVE_LEAF_TITLES, {"ws": ws, "session_id": session_id})
-        cur.execute(q.DELETE_SESSION, {"ws": ws, "session_id": session_id})
-        row = cur.fetchone()
-        if row is not None:
-            field_terms, source, field_len = row
-            for t in field_terms:
-                deltas.sf[t] -= 1
-            if field_terms:
-                deltas.indexed[q.FIELDS_STAT] -= 1
-                deltas.length[q.FIELDS_STAT] -= int(field_len)
-            if source:
-                cur.execute(q.DELETE_SESSION_FILES, {"ws": ws, "paths": [source]})
-        elif count == 0:
-            return -1
-        return count
-
-    def forget_workspace(self, cur: Cursor, ws: str) -> int:
-        """Delete everything of one workspace; returns how many messages went."""
-        total = sum(n for n, _, _ in self.workspace_stats(cur, ws).values())
-        for statement in q.FORGET_WORKSPACE:
-            cur.execute(statement, {"ws": ws})
-        return total
-
-    # --- reading ------------------------------------------------------------------
-
-    def list_sessions(
-        self, cur: Cursor, ws: str, *, limit: int, offset: int
-    ) -> list[tuple[Any, ...]]:
-        cur.execute(q.LIST_SESSIONS, {"ws": ws, "limit": limit, "offset": offset})
-        return cur.fetchall()
-
-    def workspaces(self, cur: Cursor) -> list[str]:
-        cur.execute(q.ALL_WORKSPACES)
-        return [r[0] for r in cur.fetchall()]
-
-    def workspace_stats(self, cur: Cursor, ws: str) -> dict[str, tuple[int, int, int]]:
-        cur.execute(q.WORKSPACE_STATS, {"ws": ws})
-        return {k: (int(n), int(ni), int(ln)) for k, n, ni, ln in cur.fetchall()}
-
-    def workspace_counts(self, cur: Cursor, ws: str) -> tuple[int, int]:
-        cur.execute(q.WORKSPACE_COUNTS, {"ws": ws})
-        row = cur.fetchone()
-        assert row is not None
-        return int(row[0]), int(row[1])
-
-    def table_sizes(self, cur: Cursor) -> list[tuple[str, int, int]]:
-        cur.execute(q.TABLE_SIZES, {"tables": list(TENANT_TABLES)})
-        return [(r[0], int(r[1]), int(r[2])) for r in cur.fetchall()]
-
-    def cursor_key(self, cur: Cursor) -> bytes:
+    def cursor_key(self, tx: Tx) -> bytes:
         if self._cursor_key is None:
-            cur.execute(q.CURSOR_KEY)
-            row = cur.fetchone()
-            self._cursor_key = (row[0] if row else "pgsearch").encode()
+            self._cursor_key = tx.run(cursor_key())
         return self._cursor_key
-
-    # --- running search statements ------------------------------------------------
 
     def run(
         self,
-        cur: Cursor,
+        tx: Tx,
         statement: Any,
         params: dict[str, Any],
         *,
@@ -450,8 +722,15 @@ class Store:
     ) -> list[tuple[Any, ...]]:
         """Run one statement; with `explain`, append its SQL and plan to that list."""
         if explain is not None:
-            cur.execute("EXPLAIN (FORMAT TEXT, COSTS true) " + statement, params)
-            plan = "\n".join(r[0] for r in cur.fetchall())
-            explain.append(f"{' '.join(str(statement).split())}\n{plan}")
-        cur.execute(statement, params)
-        return cur.fetchall()
+            plan = tx.run(
+                fetch(  # one EXPLAIN row per plan line
+                    Statement(
+                        "explain",
+                        "EXPLAIN (FORMAT TEXT, COSTS true) " + statement,
+                        params,
+                        as_tuple,
+                    )
+                )
+            )
+            explain.append(f"{' '.join(str(statement).split())}\n" + "\n".join(r[0] for r in plan))
+        return tx.run(fetch(Statement("search", statement, params, as_tuple)))

@@ -196,15 +196,14 @@ def test_tools_over_a_real_provider(pg: PgSearch) -> None:
 
 
 def test_factory_offers_no_tool_without_a_schema(empty_dsn: str) -> None:
-    from pgsearch.api import Provider
-    from pgsearch.db.connector import Connector
+    from pgsearch.db.store import Driver, DriverConfig
     from pgsearch.settings import Settings
-    from pgsearch.types import Scope
 
-    # A connection to a database nobody migrated: every call would fail.
-    pg = PgSearch(Connector.open(empty_dsn, check_schema=False), Settings(dsn=empty_dsn))
+    # A pool on a database nobody migrated: every call would fail.
+    driver = Driver.open(empty_dsn, DriverConfig(pool_max=1), check_schema=False)
+    pg = PgSearch(driver, Settings(dsn=empty_dsn))
     try:
-        assert session_tools(Provider(pg, Scope(workspace="w"))) == []
+        assert session_tools(pg.provider(workspace="w")) == []
     finally:
         pg.close()
 

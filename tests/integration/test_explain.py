@@ -21,8 +21,8 @@ import psycopg
 import pytest
 
 from pgsearch import PgSearch, SessionQueryRequest, Settings
+from pgsearch.db.driver import UnitRecord
 from pgsearch.db.migrate import migrate
-from pgsearch.db.store import Store
 from tests.conftest import Databases
 
 pytestmark = pytest.mark.slow
@@ -172,18 +172,16 @@ def _messages_seq_scans(dsn: str) -> int:
     return int(row[0]) if row else 0
 
 
-def test_every_statement_shape_uses_an_index(big_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def _record(units: list[UnitRecord], into: dict[str, tuple[Any, dict[str, Any]]]) -> None:
+    """Every explainable statement the drivers sent, one per distinct SQL text."""
+    for unit in units:
+        for statement in unit.statements:
+            if statement.explainable:
+                into.setdefault(statement.text, (statement.sql, dict(statement.params or {})))
+
+
+def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     captured: dict[str, tuple[Any, dict[str, Any]]] = {}
-    real_run = Store.run
-
-    def recording_run(
-        self: Store, cur: Any, statement: Any, params: dict[str, Any], **kw: Any
-    ) -> Any:
-        text = statement if isinstance(statement, str) else str(statement)
-        captured.setdefault(" ".join(text.split()), (statement, dict(params)))
-        return real_run(self, cur, statement, params, **kw)
-
-    monkeypatch.setattr(Store, "run", recording_run)
     before = _messages_seq_scans(big_dsn)
     runs = 0
     # The default cap, and a tiny one so that every candidate strategy (all words,
@@ -192,7 +190,7 @@ def test_every_statement_shape_uses_an_index(big_dsn: str, monkeypatch: pytest.M
         Settings.from_env(),
         Settings.from_env().with_(candidate_cap=10, stop_df_ratio=0.2),
     ):
-        with PgSearch.connect(big_dsn, settings=settings) as pg:
+        with PgSearch.connect(big_dsn, settings=settings) as pg, pg._driver.capture() as units:
             provider = pg.provider(workspace="ws-a")
             for query in _queries():
                 for filters in _filters():
@@ -213,15 +211,20 @@ def test_every_statement_shape_uses_an_index(big_dsn: str, monkeypatch: pytest.M
                                     **filters,
                                 )
                             )
-    with PgSearch.connect(big_dsn) as pg:
+        _record(units, captured)
+    with PgSearch.connect(big_dsn) as pg, pg._driver.capture() as units:
         provider = pg.provider(workspace="ws-a")
         provider.around("ws-a-s3", 10, before=3, after=3)
         provider.session_messages("ws-a-s3", start_seq=5, limit=10)
+        pg.sessions(workspace="ws-a")
+        pg.stats(workspace="ws-a")
+    _record(units, captured)
     assert runs > 500
     assert _messages_seq_scans(big_dsn) == before, "a search ran a sequential scan of messages"
     assert len(captured) >= 20
     assert any("%(unit_q)s" in text for text in captured), "coverage-ordered path not run"
     assert any("ORDER BY m.created_at DESC" in text for text in captured)
+    assert any("m.seq < %(seq)s" in text for text in captured), "window statements not run"
     bad: list[str] = []
     with psycopg.connect(big_dsn) as conn, conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")

@@ -278,7 +278,7 @@ class RetryLog(logging.Handler):
 @pytest.fixture
 def retry_log() -> Iterator[RetryLog]:
     handler = RetryLog()
-    logger = logging.getLogger("pgsearch.db.connector")
+    logger = logging.getLogger("pgsearch.db.driver")
     old = logger.level
     logger.setLevel(logging.INFO)
     logger.addHandler(handler)
@@ -497,15 +497,16 @@ def test_retries_only_what_postgres_asks_for(dsn: str) -> None:
     from psycopg import errors as pg_errors
 
     from pgsearch import StoreError
-    from pgsearch.db.connector import RETRY_ATTEMPTS, Connector
+    from pgsearch.db.driver import RETRY_ATTEMPTS, Driver, DriverConfig
+    from pgsearch.errors import OutcomeUnknown, StoreUnavailable
 
-    connector = Connector.open(dsn)
+    driver = Driver.open(dsn, DriverConfig(pool_max=1))
     calls: list[str] = []
 
-    def failing(cause: Exception) -> Callable[[], None]:
+    def failing(cause: Exception, kind: type[StoreError] = StoreError) -> Callable[[], None]:
         def work() -> None:
             calls.append(type(cause).__name__)
-            raise StoreError("boom") from cause
+            raise kind("boom") from cause
 
         return work
 
@@ -513,20 +514,29 @@ def test_retries_only_what_postgres_asks_for(dsn: str) -> None:
         for cause in (pg_errors.UniqueViolation(), RuntimeError()):
             calls.clear()
             with pytest.raises(StoreError):
-                connector.retrying(failing(cause))
+                driver.retrying(failing(cause))
             assert len(calls) == 1, "only deadlocks and serialization failures are retried"
         for cause in (pg_errors.DeadlockDetected(), pg_errors.SerializationFailure()):
             calls.clear()
             with pytest.raises(StoreError):
-                connector.retrying(failing(cause))
+                driver.retrying(failing(cause))
             assert len(calls) == RETRY_ATTEMPTS, "a transient failure is retried, within bounds"
+        # A lost connection before COMMIT is retried; after COMMIT was sent it is not.
+        calls.clear()
+        with pytest.raises(StoreUnavailable):
+            driver.retrying(failing(pg_errors.AdminShutdown(), StoreUnavailable))
+        assert len(calls) == RETRY_ATTEMPTS
+        calls.clear()
+        with pytest.raises(OutcomeUnknown):
+            driver.retrying(failing(pg_errors.AdminShutdown(), OutcomeUnknown))
+        assert len(calls) == 1
         # Inside an open transaction a retry would repeat only part of the work.
         calls.clear()
-        with connector.transaction(WS_A), pytest.raises(StoreError):
-            connector.retrying(failing(pg_errors.DeadlockDetected()))
+        with driver.transaction(WS_A, write=True), pytest.raises(StoreError):
+            driver.retrying(failing(pg_errors.DeadlockDetected()))
         assert len(calls) == 1
     finally:
-        connector.close()
+        driver.close()
 
 
 def test_a_rewrite_and_an_append_take_vocabulary_locks_in_one_order(

@@ -26,9 +26,10 @@ import psycopg
 import pytest
 
 from pgsearch import PgSearch, SessionQueryRequest, Settings
-from pgsearch.db.connector import HEAD_REVISION, Connector
+from pgsearch.db.connector import HEAD_REVISION
 from pgsearch.db.migrate import migrate
 from pgsearch.db.schema import TENANT_TABLES
+from pgsearch.db.store import Driver, DriverConfig
 from tests.conftest import EXAMPLES
 from tests.helpers import assert_statistics_exact
 from tests.reliability.conftest import snapshot, table_columns
@@ -41,7 +42,8 @@ QUERIES = ["cron", "refactor", "deploy keys", "pokemon", "summary", "title words
 
 def open_at_any_revision(dsn: str) -> PgSearch:
     """The library on a database not at head yet (as a running deployment is)."""
-    return PgSearch(Connector.open(dsn, check_schema=False), Settings.from_env({}, dsn=dsn))
+    driver = Driver.open(dsn, DriverConfig(pool_max=2), check_schema=False)
+    return PgSearch(driver, Settings.from_env({}, dsn=dsn))
 
 
 def populate(pg: PgSearch, folder: Path) -> None:

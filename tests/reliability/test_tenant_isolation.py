@@ -41,6 +41,8 @@ from pgsearch import (
 from pgsearch.api import Provider
 from pgsearch.cursor import CursorCodec, request_fingerprint
 from pgsearch.db.schema import TENANT_TABLES
+from pgsearch.db.store import Tx
+from pgsearch.db.work import Statement, as_tuple, fetch
 from pgsearch.errors import NotFound
 from pgsearch.policy import ALL_KINDS, DEFAULT_SEARCH_KINDS, ROLES
 from pgsearch.tools import session_tools
@@ -325,27 +327,45 @@ def test_agent_tools_bound_to_a_workspace_cannot_reach_another(tenants: Tenants)
 
 
 def test_the_database_enforces_the_binding_below_the_library(tenants: Tenants) -> None:
-    """Raw SQL without a workspace filter, on the application's own connector."""
-    connector = tenants.pg._connector
-    with connector.transaction(A) as cur:
+    """Raw SQL without a workspace filter, on the application's own pooled connections."""
+    driver = tenants.pg._driver
+
+    def rows(tx: Tx, text: str, *params: object) -> list[tuple[object, ...]]:
+        return tx.run(
+            fetch(
+                Statement("raw", text, {str(i): p for i, p in enumerate(params)} or None, as_tuple)
+            )
+        )
+
+    with driver.transaction(A, write=True) as tx:
         for table in TENANT_TABLES:
-            cur.execute(f"SELECT DISTINCT workspace_id FROM {table}")
-            assert [r[0] for r in cur.fetchall()] == [A], table
-        cur.execute("UPDATE messages SET content = 'overwritten' WHERE workspace_id = %s", (B,))
-        assert cur.rowcount == 0
-        cur.execute("DELETE FROM sessions WHERE workspace_id = %s", (B,))
-        assert cur.rowcount == 0
-    with connector.transaction(None) as cur:
+            assert [r[0] for r in rows(tx, f"SELECT DISTINCT workspace_id FROM {table}")] == [A]
+        changed = rows(
+            tx,
+            "UPDATE messages SET content = 'overwritten' WHERE workspace_id = %(0)s RETURNING 1",
+            B,
+        )
+        assert changed == []
+        assert rows(tx, "DELETE FROM sessions WHERE workspace_id = %(0)s RETURNING 1", B) == []
+    with driver.transaction(None, write=False) as tx:
         for table in TENANT_TABLES:
-            cur.execute(f"SELECT count(*) FROM {table}")
-            assert cur.fetchone() == (0,), f"{table}: unbound transactions see nothing"
-    with pytest.raises(StoreError, match="row-level security"), connector.transaction(A) as cur:
-        cur.execute("INSERT INTO sessions (workspace_id, session_id) VALUES (%s, 'planted')", (B,))
-    with pytest.raises(StoreError, match="row-level security"), connector.transaction(A) as cur:
-        cur.execute("UPDATE sessions SET workspace_id = %s WHERE session_id = 'shared'", (B,))
-    # Outside any transaction the setting is gone: a bare statement sees nothing.
-    row = connector.conn.execute("SELECT count(*) FROM messages").fetchone()
-    assert row == (0,)
+            assert rows(tx, f"SELECT count(*) FROM {table}") == [(0,)], (
+                f"{table}: unbound transactions see nothing"
+            )
+    with (
+        pytest.raises(StoreError, match="row-level security"),
+        driver.transaction(A, write=True) as tx,
+    ):
+        rows(tx, "INSERT INTO sessions (workspace_id, session_id) VALUES (%(0)s, 'planted')", B)
+    with (
+        pytest.raises(StoreError, match="row-level security"),
+        driver.transaction(A, write=True) as tx,
+    ):
+        rows(tx, "UPDATE sessions SET workspace_id = %(0)s WHERE session_id = 'shared'", B)
+    # Outside any transaction the setting is gone: a bare statement on a pooled
+    # connection sees nothing.
+    with driver._pools["primary"].connection() as conn:
+        assert conn.execute("SELECT count(*) FROM messages").fetchone() == (0,)
     # Nothing above changed either workspace.
     for ws in (A, B):
         assert_statistics_exact(tenants.owner_dsn, ws)

@@ -1,0 +1,203 @@
+"""`AsyncPgSearch`: the facade for asyncio hosts, on psycopg's async connections.
+
+It runs the very units of work `PgSearch` runs (`pgsearch.windows`, the unit
+builders of `pgsearch.api`), on an `AsyncConnectionPool` through
+`pgsearch.db.store.AsyncDriver`; no thread sits between a coroutine and its
+connection. One `AsyncPgSearch` per process (per event loop), shared by every task.
+
+pg = await AsyncPgSearch.connect("postgresql://localhost/agents")
+window = await pg.around(workspace="acme", session_id="s1", seq=4)
+await pg.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from functools import partial
+from types import TracebackType
+from typing import Any
+
+from pgsearch import windows
+from pgsearch.api import (
+    _roots,
+    forget_unit,
+    pooled_settings,
+    sessions_unit,
+    stats_unit,
+    table_sizes_unit,
+    workspaces_unit,
+)
+from pgsearch.db import store
+from pgsearch.db.store import AsyncDriver, DriverConfig, Unit, router_for
+from pgsearch.ingest import FileResult, Ingestor
+from pgsearch.rows import TableSize
+from pgsearch.settings import Settings
+from pgsearch.types import (
+    DEFAULT_CONTEXT,
+    MAX_WINDOW,
+    Scope,
+    SessionInfo,
+    Window,
+    WorkspaceStats,
+)
+from pgsearch.validate import check_workspace
+
+__all__ = ["AsyncPgSearch", "AsyncProvider"]
+
+
+class AsyncPgSearch:
+    """`PgSearch` with coroutines; safe to share between the tasks of one event loop."""
+
+    def __init__(self, driver: AsyncDriver, settings: Settings) -> None:
+        self.settings = settings
+        self._driver = driver
+        self._ingestor = Ingestor(None, settings)
+
+    @classmethod
+    async def connect(
+        cls,
+        dsn: str | None = None,
+        *,
+        settings: Settings | None = None,
+        pool_size: int | None = None,
+    ) -> AsyncPgSearch:
+        """As `PgSearch.connect`, inside the running event loop."""
+        settings = pooled_settings(dsn, settings, pool_size)
+        driver = await AsyncDriver.open(router_for(settings), DriverConfig.from_settings(settings))
+        return cls(driver, settings)
+
+    async def close(self) -> None:
+        await self._driver.close()
+
+    async def __aenter__(self) -> AsyncPgSearch:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # --- writing ------------------------------------------------------------------
+
+    async def append(
+        self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]
+    ) -> int:
+        """Append messages to a session; they are searchable when this returns."""
+        return await self._driver.run(
+            self._ingestor.append(workspace=workspace, session_id=session_id, messages=messages)
+        )
+
+    async def ingest_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        workspace: str,
+        session_id: str | None = None,
+        roots: Sequence[str | os.PathLike[str]] | None = None,
+        format: str = "auto",
+        workspace_from_cwd: bool = False,
+    ) -> FileResult:
+        """As `PgSearch.ingest_file`. The file is read, parsed and indexed in a worker
+        thread, against its record as last stored; the write is one transaction on
+        this object's pool (which reads the file again only if another writer changed
+        its record in between)."""
+        ws, given, real = await asyncio.to_thread(
+            partial(
+                self._ingestor.locate,
+                path,
+                workspace=workspace,
+                roots=_roots(roots),
+                format=format,
+                workspace_from_cwd=workspace_from_cwd,
+            )
+        )
+        records = await self._driver.run(
+            Unit(
+                work=partial(store.file_records, ws, [str(real)]),
+                workspace=ws,
+                write=False,
+                context="reading file records",
+            )
+        )
+        unit = await asyncio.to_thread(
+            self._ingestor.prepared_file,
+            ws,
+            given,
+            real,
+            records.get(str(real)),
+            session_id,
+            format,
+        )
+        return await self._driver.run(unit)
+
+    async def forget(self, *, workspace: str, session_id: str | None = None) -> int:
+        """Delete a session (or a whole workspace); statistics follow."""
+        return await self._driver.run(forget_unit(workspace, session_id))
+
+    # --- reading ------------------------------------------------------------------
+
+    def provider(self, *, workspace: str, session_id: str | None = None) -> AsyncProvider:
+        check_workspace(workspace)
+        return AsyncProvider(self._driver, Scope(workspace=workspace, session_id=session_id))
+
+    async def around(
+        self,
+        *,
+        workspace: str,
+        session_id: str,
+        seq: int,
+        before: int = DEFAULT_CONTEXT,
+        after: int = DEFAULT_CONTEXT,
+    ) -> Window:
+        return await self._driver.run(windows.around(workspace, session_id, seq, before, after))
+
+    async def session_messages(
+        self, *, workspace: str, session_id: str, start_seq: int = 0, limit: int = MAX_WINDOW
+    ) -> Window:
+        return await self._driver.run(windows.page(workspace, session_id, start_seq, limit))
+
+    async def sessions(
+        self, *, workspace: str, limit: int = 100, offset: int = 0
+    ) -> list[SessionInfo]:
+        return await self._driver.run(sessions_unit(workspace, limit, offset))
+
+    async def workspaces(self) -> list[str]:
+        return await self._driver.run(workspaces_unit(self.settings))
+
+    async def stats(self, *, workspace: str) -> WorkspaceStats:
+        return await self._driver.run(stats_unit(workspace))
+
+    async def table_sizes(self) -> list[TableSize]:
+        return await self._driver.run(table_sizes_unit(citus=self._driver.citus))
+
+
+class AsyncProvider:
+    """A scope-pinned view of an `AsyncPgSearch` (cheap; make one per host call)."""
+
+    def __init__(self, driver: AsyncDriver, scope: Scope) -> None:
+        self._driver = driver
+        self.scope = scope
+
+    async def around(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        before: int = DEFAULT_CONTEXT,
+        after: int = DEFAULT_CONTEXT,
+    ) -> Window:
+        return await self._driver.run(
+            windows.around(self.scope.workspace, self.scope.narrow(session_id), seq, before, after)
+        )
+
+    async def session_messages(
+        self, session_id: str, *, start_seq: int = 0, limit: int = MAX_WINDOW
+    ) -> Window:
+        return await self._driver.run(
+            windows.page(self.scope.workspace, self.scope.narrow(session_id), start_seq, limit)
+        )

@@ -1,0 +1,143 @@
+"""What `pgsearch doctor` reads from a server: version, locale, extensions, schema, sizes.
+
+Read-only, and independent of the schema check the library does on open: a database
+with no (or an old) schema still gets a full report, since that is when one is needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import LiteralString
+
+from pgsearch.db import queries as q
+from pgsearch.db.connector import HEAD_REVISION, connect, wrap_errors
+
+#: Extensions the migrations create.
+NEEDED_EXTENSIONS = ("pg_trgm", "btree_gin")
+#: The oldest PostgreSQL pgsearch supports.
+MIN_SERVER_VERSION_NUM = 140000
+
+# ``to_jsonb(d)`` reads ``datlocprovider`` where it exists (PostgreSQL 15+) without
+# failing on older servers.
+DATABASE_FACTS: LiteralString = """
+SELECT current_setting('server_version'), current_setting('server_version_num')::int,
+       current_database(), current_user, pg_encoding_to_char(d.encoding),
+       d.datcollate, d.datctype, coalesce(to_jsonb(d) ->> 'datlocprovider', 'c'),
+       pg_database_size(d.oid)
+FROM pg_database d WHERE d.datname = current_database()
+"""
+EXTENSIONS: LiteralString = """
+SELECT a.name, e.extversion, a.default_version
+FROM pg_available_extensions a LEFT JOIN pg_extension e ON e.extname = a.name
+WHERE a.name = ANY(%(names)s::text[])
+ORDER BY a.name
+"""
+HAS_VERSION_TABLE: LiteralString = "SELECT to_regclass('alembic_version') IS NOT NULL"
+REVISION: LiteralString = "SELECT string_agg(version_num, ', ') FROM alembic_version"
+# pg_trgm takes its letters from LC_CTYPE: under the C locale "é" yields no trigram.
+TRIGRAMS_SEE_ACCENTS: LiteralString = "SELECT cardinality(show_trgm('ééé')) > 0"
+
+PROVIDERS = {"b": "builtin", "c": "libc", "i": "icu"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Extension:
+    name: str
+    #: Installed version in this database, or None.
+    installed: str | None
+    #: Whether the server has it at all (its contrib package is installed).
+    available: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerFacts:
+    """One database as `pgsearch doctor` reports it."""
+
+    version: str
+    version_num: int
+    database: str
+    user: str
+    encoding: str
+    collate: str
+    ctype: str
+    locale_provider: str
+    #: None until pg_trgm is installed.
+    trigrams_see_accents: bool | None
+    extensions: tuple[Extension, ...]
+    #: The Alembic revision, None without a schema.
+    revision: str | None
+    head_revision: str
+    database_bytes: int
+    #: (table, table bytes, index bytes) of pgsearch's tables.
+    tables: tuple[tuple[str, int, int], ...]
+
+    def problems(self) -> list[str]:
+        """What would keep pgsearch from working well here, one sentence each."""
+        found = []
+        if self.version_num < MIN_SERVER_VERSION_NUM:
+            found.append(f"PostgreSQL {self.version} is older than 14, which pgsearch needs")
+        if self.encoding != "UTF8":
+            found.append(f"the database encoding is {self.encoding}, not UTF8")
+        if self.trigrams_see_accents is False or "utf" not in self.ctype.lower().replace("-", ""):
+            found.append(
+                f"LC_CTYPE is {self.ctype!r}: pg_trgm drops non-ASCII letters, so typos in "
+                "accented or CJK words are not found (create the database with "
+                "`pgsearch migrate --create`, which uses C.UTF-8)"
+            )
+        for ext in self.extensions:
+            if not ext.available:
+                found.append(
+                    f"the server lacks the {ext.name} extension (install PostgreSQL's contrib "
+                    "package)"
+                )
+        if self.revision != self.head_revision:
+            found.append(
+                f"the schema is at revision {self.revision or 'none'}, this pgsearch needs "
+                f"{self.head_revision}"
+            )
+        return found
+
+
+def inspect(dsn: str) -> ServerFacts:
+    """Read the facts about the database `dsn` names (raises `StoreError` if unreachable)."""
+    with connect(dsn, application_name="pgsearch doctor") as conn:
+        with wrap_errors("reading the server's facts"), conn.cursor() as cur:
+            cur.execute(DATABASE_FACTS)
+            facts = cur.fetchone()
+            assert facts is not None
+            cur.execute(EXTENSIONS, {"names": list(NEEDED_EXTENSIONS)})
+            rows = {r[0]: Extension(name=r[0], installed=r[1], available=True) for r in cur}
+            extensions = tuple(
+                rows.get(name, Extension(name=name, installed=None, available=False))
+                for name in NEEDED_EXTENSIONS
+            )
+            trigrams: bool | None = None
+            if any(e.name == "pg_trgm" and e.installed for e in extensions):
+                cur.execute(TRIGRAMS_SEE_ACCENTS)
+                row = cur.fetchone()
+                trigrams = bool(row and row[0])
+            revision: str | None = None
+            cur.execute(HAS_VERSION_TABLE)
+            has_table = cur.fetchone()
+            if has_table and has_table[0]:
+                cur.execute(REVISION)
+                found = cur.fetchone()
+                revision = found[0] if found else None
+            cur.execute(q.TABLE_SIZES, {"tables": list(q.TENANT_TABLES)})
+            tables = tuple((str(t), int(tb), int(ib)) for t, tb, ib in cur.fetchall())
+    return ServerFacts(
+        version=str(facts[0]),
+        version_num=int(facts[1]),
+        database=str(facts[2]),
+        user=str(facts[3]),
+        encoding=str(facts[4]),
+        collate=str(facts[5]),
+        ctype=str(facts[6]),
+        locale_provider=PROVIDERS.get(str(facts[7]), str(facts[7])),
+        trigrams_see_accents=trigrams,
+        extensions=extensions,
+        revision=revision,
+        head_revision=HEAD_REVISION,
+        database_bytes=int(facts[8]),
+        tables=tables,
+    )

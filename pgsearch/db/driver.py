@@ -1,0 +1,1196 @@
+"""The drivers: run units of work (`pgsearch.db.work`) on pooled connections.
+
+`Driver` (threads, `psycopg_pool.ConnectionPool`) and `AsyncDriver` (asyncio,
+`AsyncConnectionPool`) run the same work generators. Everything around a unit's
+statements lives here and nowhere else:
+
+- one pooled connection per attempt, for exactly one transaction; ``BEGIN`` and the
+  transaction's ``SET LOCAL``s travel with the first step, ``COMMIT`` with the step the
+  work marks final, so a one-step read is one network round trip;
+- every step in one round trip (pipeline mode); ``COPY`` outside the pipeline;
+- driver errors wrapped as `StoreError` & co. (`wrap_errors`) and thrown into the work;
+- the one retry layer: a deadlock, serialization failure or recovery conflict reruns
+  the whole unit from a fresh generator; a lost connection reruns it when ``COMMIT``
+  was never sent (`StoreUnavailable`), and is reported as `OutcomeUnknown` when it was;
+- node choice through a `Router` (`pgsearch.db.routing`), one pool per node;
+- traces (``EXPLAIN`` in the same transaction) and round-trip counts (`capture`).
+
+Settings that never change are set once per connection (pool ``configure``); with
+Citus every setting is ``SET LOCAL`` in each transaction instead, which is what Citus
+propagates to its workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, LiteralString, TypeVar
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+
+from pgsearch.db.connector import (
+    _TRANSIENT,
+    HEAD_REVISION,
+    MIGRATE_HINT,
+    _first_line,
+    wrap_errors,
+)
+from pgsearch.db.dsn import redact_dsn
+from pgsearch.db.routing import PRIMARY, Choice, Intent, PrimaryRouter, Router
+from pgsearch.db.work import ProtocolError, Query, Results, Statement, Step, Unit, Work
+from pgsearch.errors import (
+    ConfigError,
+    OutcomeUnknown,
+    PgSearchError,
+    SchemaOutOfDate,
+    StoreError,
+    StoreUnavailable,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Connection = psycopg.Connection[TupleRow]
+AsyncConnection = psycopg.AsyncConnection[TupleRow]
+
+#: Attempts a unit gets, and the first back-off ceiling (seconds; doubled per
+#: attempt, with full jitter so that colliding writers drift apart).
+RETRY_ATTEMPTS = 6
+RETRY_BACKOFF = 0.02
+#: A pooled connection idle for longer than this is checked (one round trip) before
+#: it is handed out; younger ones are used directly and a dead one costs one retry.
+CHECK_IDLE_SECONDS = 30.0
+#: The longest wait a router may ask for before an attempt.
+MAX_ROUTER_DELAY = 5.0
+#: TCP keepalives and a user timeout (libpq parameters), so that a connection whose
+#: peer vanished without a reset fails within about half a minute instead of hanging.
+#: A DSN that sets any of them keeps its own.
+NETWORK_PARAMS: dict[str, Any] = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+    "connect_timeout": 10,
+}
+
+_EXPLAIN: LiteralString = "EXPLAIN (FORMAT TEXT, COSTS true) "
+_COMMIT: Statement[Any] = Statement("commit", "COMMIT")
+_ROLLBACK: LiteralString = "ROLLBACK"
+#: The WAL position a standby must have replayed to see a commit just acknowledged:
+#: the flush position once a synchronous COMMIT returned (it is at or past the
+#: commit record, and never ahead of what the walsender may send), the insert
+#: position when commits do not wait for the flush. Sent after COMMIT, in its trip.
+_COMMIT_LSN: Statement[str] = Statement(
+    "commit lsn",
+    "SELECT (CASE WHEN current_setting('synchronous_commit') = 'off'"
+    " THEN pg_current_wal_insert_lsn() ELSE pg_current_wal_flush_lsn() END)::text",
+    decode=lambda r: str(r[0]),
+)
+
+_PROBE = """
+SELECT to_regclass('alembic_version') IS NOT NULL,
+       CASE WHEN to_regclass('messages') IS NULL THEN false
+            ELSE row_security_active('messages') END,
+       current_user::text,
+       EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
+"""
+_VERSIONS = "SELECT version_num FROM alembic_version"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriverConfig:
+    """How the drivers connect and configure transactions (from `Settings`)."""
+
+    rls: bool = False
+    trigram_threshold: float = 0.3
+    #: Statement timeouts in milliseconds (0: none) for read and write units.
+    read_timeout_ms: int = 0
+    write_timeout_ms: int = 0
+    pool_min: int = 1
+    pool_max: int = 8
+    #: Seconds a unit waits for a pooled connection before failing.
+    pool_timeout: float = 30.0
+    #: The same for nodes other than the primary: a standby that is down must cost
+    #: little before the router is told and the read goes elsewhere.
+    standby_pool_timeout: float = 1.0
+    application_name: str = "pgsearch"
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> DriverConfig:
+        return cls(
+            rls=settings.row_level_security,
+            trigram_threshold=settings.trigram_threshold,
+            read_timeout_ms=settings.statement_timeout_ms,
+            write_timeout_ms=settings.write_timeout_ms,
+            pool_min=settings.pool_min,
+            pool_max=settings.pool_max,
+            pool_timeout=settings.pool_timeout,
+            standby_pool_timeout=getattr(settings, "read_connect_timeout_ms", 1000) / 1000,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnitRecord:
+    """What one unit did, as `capture` reports it."""
+
+    context: str
+    node: str
+    write: bool
+    attempts: int
+    #: Network round trips of the successful (or last) attempt.
+    round_trips: int
+    #: The work's own statements (not BEGIN, settings or COMMIT), in order sent.
+    statements: tuple[Statement[Any], ...]
+    #: ``EXPLAIN`` output per explainable statement (units run with `explain`).
+    plans: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class _Recorder:
+    unit_context: str
+    write: bool
+    node: str = PRIMARY
+    attempts: int = 0
+    round_trips: int = 0
+    statements: list[Statement[Any]] = field(default_factory=list)
+    plans: list[str] = field(default_factory=list)
+
+    def reset(self, node: str) -> None:
+        self.node = node
+        self.attempts += 1
+        self.round_trips = 0
+        self.statements.clear()
+        self.plans.clear()
+
+    def record(self, error: BaseException | None = None) -> UnitRecord:
+        return UnitRecord(
+            context=self.unit_context,
+            node=self.node,
+            write=self.write,
+            attempts=self.attempts,
+            round_trips=self.round_trips,
+            statements=tuple(self.statements),
+            plans=tuple(self.plans),
+            error=None if error is None else str(error),
+        )
+
+
+class _Rejected(Exception):
+    """The router rejected the node after seeing its probe."""
+
+
+def _wrapped(exc: BaseException, context: str) -> PgSearchError:
+    """`exc` as the pgsearch error `wrap_errors` makes of it (cause kept)."""
+    try:
+        with wrap_errors(context):
+            raise exc
+    except PgSearchError as out:
+        result: PgSearchError = out
+        return result
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _lost(conn: Connection | AsyncConnection, exc: BaseException) -> bool:
+    return isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed)
+
+
+def retriable(exc: BaseException) -> bool:
+    """Whether rerunning the whole unit is safe and may succeed."""
+    if isinstance(exc, OutcomeUnknown):
+        return False
+    if isinstance(exc, StoreUnavailable):
+        return True
+    return isinstance(exc, StoreError) and isinstance(exc.__cause__, _TRANSIENT)
+
+
+#: SQLSTATEs a standby cancels a read with when it conflicts with recovery (on a
+#: read-only transaction of a standby nothing else raises them).
+_RECOVERY_CONFLICT = frozenset({"40001", "40P01", "57P04"})
+
+
+def _recovery_conflict(exc: BaseException, node: str) -> bool:
+    cause = exc.__cause__
+    if node == PRIMARY or not isinstance(cause, psycopg.Error):
+        return False
+    if cause.sqlstate in _RECOVERY_CONFLICT:
+        return True
+    return cause.sqlstate == "57014" and "conflict with recovery" in str(cause)
+
+
+def _node_failure(exc: BaseException, node: str) -> bool:
+    """A failure the router should hear about: the node, not the work, failed."""
+    return isinstance(exc, StoreUnavailable) or _recovery_conflict(exc, node)
+
+
+def _backoff(attempt: int) -> float:
+    return random.uniform(0, RETRY_BACKOFF * 2**attempt)
+
+
+def _with_network_params(dsn: str) -> dict[str, Any]:
+    given = conninfo_to_dict(dsn)
+    return {k: v for k, v in NETWORK_PARAMS.items() if k not in given}
+
+
+@dataclass(slots=True)
+class _Batch:
+    """The statements of one step as sent, and where its own results are."""
+
+    statements: list[Statement[Any]]
+    own: list[int]
+    probe: int | None = None
+    plans: list[int] = field(default_factory=list)
+    commit: bool = False
+    lsn: int | None = None
+
+
+class _Core:
+    """What the sync and async drivers share: statements around the work, decoding,
+    error mapping, records. No I/O here."""
+
+    def __init__(self, router: Router, config: DriverConfig) -> None:
+        self.router = router
+        self.config = config
+        self.citus = False
+        self._returned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        self._captures: list[list[UnitRecord]] = []
+        self._capture_lock = threading.Lock()
+
+    # --- statements around the work ------------------------------------------------
+
+    def _connection_settings(self) -> list[sql.Composable]:
+        """Settings that hold for every transaction (per connection without Citus)."""
+        return [
+            sql.SQL("SET jit = off"),
+            sql.SQL("SET pg_trgm.similarity_threshold = {}").format(
+                sql.Literal(self.config.trigram_threshold)
+            ),
+        ]
+
+    def _begin(self, unit: Unit[Any]) -> list[Statement[Any]]:
+        out: list[Statement[Any]] = [
+            Statement("begin", "BEGIN READ WRITE" if unit.write else "BEGIN READ ONLY")
+        ]
+        local: list[sql.SQL | sql.Composed] = []
+        if self.citus:
+            local.append(sql.SQL("SET LOCAL citus.propagate_set_commands = 'local'"))
+            local.append(sql.SQL("SET LOCAL jit = off"))
+            local.append(
+                sql.SQL("SET LOCAL pg_trgm.similarity_threshold = {}").format(
+                    sql.Literal(self.config.trigram_threshold)
+                )
+            )
+        if unit.search:
+            local.append(sql.SQL("SET LOCAL enable_seqscan = off"))
+        timeout = self.config.write_timeout_ms if unit.write else self.config.read_timeout_ms
+        if timeout:
+            local.append(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(timeout)))
+        if self.config.rls and unit.workspace is not None:
+            local.append(
+                sql.SQL("SET LOCAL pgsearch.workspace_id = {}").format(sql.Literal(unit.workspace))
+            )
+        out += [Statement("setting", s) for s in local]
+        return out
+
+    def _compose(
+        self,
+        prefix: list[Statement[Any]],
+        step: Step,
+        *,
+        explain: bool,
+        finish: bool,
+        lsn: bool,
+        probe: Statement[Any] | None = None,
+    ) -> _Batch:
+        batch = _Batch(statements=list(prefix), own=[])
+        if probe is not None:
+            # After BEGIN and the settings: the probe sees what the work will see.
+            batch.probe = len(batch.statements)
+            batch.statements.append(probe)
+        for s in step.statements:
+            if explain and s.explainable:
+                batch.plans.append(len(batch.statements))
+                batch.statements.append(_explain(s))
+            batch.own.append(len(batch.statements))
+            batch.statements.append(s)
+        if finish:
+            batch.commit = True
+            batch.statements.append(_COMMIT)
+            if lsn:
+                batch.lsn = len(batch.statements)
+                batch.statements.append(_COMMIT_LSN)
+        return batch
+
+    def _results(self, batch: _Batch, raw: list[list[Any]], rec: _Recorder) -> Results:
+        for i in batch.plans:
+            statement = batch.statements[i + 1]
+            plan = "\n".join(str(r[0]) for r in raw[i])
+            rec.plans.append(f"{statement.text}\n{plan}")
+        return tuple(raw[i] for i in batch.own)
+
+    def _accept(self, node: str, batch: _Batch, raw: list[list[Any]]) -> None:
+        if batch.probe is not None and not self.router.accept(node, raw[batch.probe]):
+            raise _Rejected(node)
+
+    def _committed(self, unit: Unit[Any], node: str, batch: _Batch, raw: list[list[Any]]) -> None:
+        if unit.write:
+            lsn = raw[batch.lsn][0] if batch.lsn is not None and raw[batch.lsn] else None
+            self.router.committed(node, lsn, unit.workspace)
+
+    def _error(
+        self,
+        exc: BaseException,
+        conn: Connection | AsyncConnection | None,
+        context: str,
+        *,
+        commit_sent: bool,
+        write: bool,
+        node: str = PRIMARY,
+    ) -> PgSearchError:
+        prefix = f"{context}: " if context else ""
+        if isinstance(exc, PoolTimeout):
+            # Waited the pool's whole timeout already: retrying on the primary would
+            # only multiply the wait; a standby is skipped and the read goes elsewhere.
+            kind = StoreError if node == PRIMARY else StoreUnavailable
+            return kind(
+                f"{prefix}database unavailable: no connection within "
+                f"{self._timeout(node):g} s ({_first_line(exc)})"
+            )
+        if conn is not None and _lost(conn, exc):
+            if write and commit_sent:
+                out: PgSearchError = OutcomeUnknown(
+                    f"{prefix}the connection was lost after COMMIT was sent "
+                    f"({_first_line(exc)}); whether the transaction committed is unknown"
+                )
+            else:
+                out = StoreUnavailable(f"{prefix}database unavailable: {_first_line(exc)}")
+            out.__cause__ = exc
+            return out
+        return _wrapped(exc, context)
+
+    # --- observing -----------------------------------------------------------------
+
+    def _publish(self, record: UnitRecord) -> None:
+        if self._captures:
+            with self._capture_lock:
+                for sink in self._captures:
+                    sink.append(record)
+
+    @contextmanager
+    def capture(self) -> Iterator[list[UnitRecord]]:
+        """Every unit run on this driver (any thread or task) while the block runs."""
+        sink: list[UnitRecord] = []
+        with self._capture_lock:
+            self._captures.append(sink)
+        try:
+            yield sink
+        finally:
+            with self._capture_lock:
+                self._captures.remove(sink)
+
+    # --- pool callbacks ------------------------------------------------------------
+
+    def _pool_kwargs(self, dsn: str) -> dict[str, Any]:
+        return {
+            "autocommit": True,
+            "application_name": self.config.application_name,
+            **_with_network_params(dsn),
+        }
+
+    def _timeout(self, node: str) -> float:
+        return self.config.pool_timeout if node == PRIMARY else self.config.standby_pool_timeout
+
+    def _needs_check(self, conn: Any) -> bool:
+        returned = self._returned.get(conn)
+        return returned is not None and time.monotonic() - returned > CHECK_IDLE_SECONDS
+
+    def _probe_result(self, row: Sequence[Any], versions: list[str] | None) -> None:
+        """Refuse a database this pgsearch cannot serve (schema, row level security)."""
+        has_schema, active, role, citus = bool(row[0]), bool(row[1]), str(row[2]), bool(row[3])
+        if not has_schema:
+            raise SchemaOutOfDate(f"the database has no pgsearch schema; {MIGRATE_HINT}")
+        if versions is not None and versions != [HEAD_REVISION]:
+            found = ", ".join(versions) or "none"
+            raise SchemaOutOfDate(
+                f"the database schema is at revision {found}, this pgsearch needs "
+                f"{HEAD_REVISION}; {MIGRATE_HINT}"
+            )
+        if active and not self.config.rls:
+            raise ConfigError(
+                f"role {role!r} is subject to pgsearch's row level security policies; "
+                "set PGSEARCH_RLS=on so that each transaction is bound to its workspace"
+            )
+        if self.config.rls and not active:
+            log.warning(
+                "PGSEARCH_RLS is on but role %r bypasses row level security (it owns the "
+                "tables, is a superuser or has BYPASSRLS); connect as another role to "
+                "have the database enforce workspace isolation",
+                role,
+            )
+        self.citus = citus
+
+
+def _explain(statement: Statement[Any]) -> Statement[Any]:
+    text = statement.sql
+    query: Query = _EXPLAIN + text if isinstance(text, str) else sql.SQL(_EXPLAIN) + text
+    return Statement("explain " + statement.name, query, statement.params)
+
+
+def _decoder(statement: Statement[Any]) -> Any:
+    decode = statement.decode
+    return lambda cursor: decode
+
+
+@dataclass(slots=True)
+class _Done:
+    value: Any
+
+
+class _Run:
+    """One attempt of a unit as a state machine: batches out, raw rows in (no I/O).
+
+    The sync and async drivers feed it; it keeps the generator, the transaction's
+    opening statements, deferred savepoint bookkeeping and the commit.
+    """
+
+    def __init__(self, core: _Core, unit: Unit[Any], choice: Choice, rec: _Recorder) -> None:
+        self.core = core
+        self.unit = unit
+        self.choice = choice
+        self.rec = rec
+        self.gen = unit.work()
+        self.prefix = core._begin(unit)
+        self.probe = choice.probe
+        self.pending: list[Statement[Any]] = []
+        self.lsn = unit.write and core.router.wants_commit_lsn
+        #: The error thrown into the work that it answered by returning.
+        self.swallowed: PgSearchError | None = None
+        self.done: _Done | None = None
+        self.last = _Batch(statements=[], own=[])
+
+    def start(self) -> _Batch | _Done:
+        try:
+            step = next(self.gen)
+        except StopIteration as stop:
+            return _Done(stop.value)  # no statement at all: no transaction either
+        return self._next(step)
+
+    def _next(self, step: Step) -> _Batch | _Done:
+        while _deferrable(step):
+            self.pending += step.statements
+            try:
+                step = self.gen.send(_empty(step))
+            except StopIteration as stop:
+                return self._finish(stop.value)
+        batch = self.core._compose(
+            self.prefix + self.pending,
+            step,
+            explain=self.unit.explain,
+            finish=step.final,
+            lsn=self.lsn,
+            probe=self.probe,
+        )
+        self.prefix, self.pending, self.probe = [], [], None
+        self.last = batch
+        return batch
+
+    def _finish(self, value: Any) -> _Batch | _Done:
+        """The work returned: COMMIT (with anything deferred) in one more round trip."""
+        if self.swallowed is not None:
+            raise self.swallowed  # its transaction is aborted: nothing can be committed
+        self.done = _Done(value)
+        self.last = self.core._compose(
+            self.pending, Step(()), explain=False, finish=True, lsn=self.lsn
+        )
+        return self.last
+
+    def received(self, batch: _Batch, raw: list[list[Any]]) -> _Batch | _Done:
+        self.core._accept(self.choice.node, batch, raw)
+        results = self.core._results(batch, raw, self.rec)
+        if batch.commit:
+            self.core._committed(self.unit, self.choice.node, batch, raw)
+            if self.done is not None:
+                return self.done
+            try:
+                self.gen.send(results)
+            except StopIteration as stop:
+                return _Done(stop.value)
+            self.gen.close()
+            raise ProtocolError("a work yielded a step after its final step")
+        try:
+            step = self.gen.send(results)
+        except StopIteration as stop:
+            return self._finish(stop.value)
+        return self._next(step)
+
+    def failed(self, error: PgSearchError) -> _Batch | _Done:
+        """A round trip failed: throw the error into the work, unless nothing can
+        follow (the connection is gone, or COMMIT was part of the step)."""
+        if self.last.commit or isinstance(error, StoreUnavailable | OutcomeUnknown):
+            self.gen.close()
+            raise error
+        try:
+            step = self.gen.throw(error)
+        except StopIteration as stop:
+            self.swallowed = error
+            return self._finish(stop.value)
+        return self._next(step)
+
+
+#: The transaction an imperative caller has open in this thread or task (`Tx`).
+_current_tx: ContextVar[Tx | None] = ContextVar("pgsearch_tx", default=None)
+
+
+@dataclass(slots=True)
+class _Attempts:
+    """What the attempts of one `Driver.retrying` block learnt about the nodes."""
+
+    #: Nodes that failed (or were rejected) earlier in the block: not chosen again.
+    excluded: set[str] = field(default_factory=set)
+    #: The last attempt failed because its node did, not the work: try elsewhere.
+    node_failed: bool = False
+
+
+#: The `Driver.retrying` block running in this thread or task, if any.
+_attempts: ContextVar[_Attempts | None] = ContextVar("pgsearch_attempts", default=None)
+
+
+class Driver(_Core):
+    """Runs units on a `ConnectionPool` per node; shared by every thread of a process."""
+
+    def __init__(self, router: Router, config: DriverConfig) -> None:
+        super().__init__(router, config)
+        self._pools: dict[str, ConnectionPool[Connection]] = {}
+
+    @classmethod
+    def open(
+        cls,
+        router: Router | str,
+        config: DriverConfig | None = None,
+        *,
+        check_schema: bool = True,
+    ) -> Driver:
+        """Probe the primary (schema, role, Citus), then open the pools.
+
+        The probe runs on a connection of its own so that a wrong DSN or a missing
+        schema fails at once with a clear error instead of after the pool's timeout.
+        """
+        router = PrimaryRouter(router) if isinstance(router, str) else router
+        driver = cls(router, config or DriverConfig())
+        dsn = router.nodes[PRIMARY]
+        target = redact_dsn(dsn) or "the default PostgreSQL"
+        with wrap_errors(f"cannot connect to {target}"):
+            probe = psycopg.connect(dsn, **driver._pool_kwargs(dsn))
+        with probe, wrap_errors("checking the schema"):
+            row = probe.execute(_PROBE).fetchone()
+            assert row is not None
+            versions = None
+            if check_schema and row[0]:
+                versions = [str(r[0]) for r in probe.execute(_VERSIONS).fetchall()]
+            if check_schema:
+                driver._probe_result(row, versions)
+            else:
+                driver.citus = bool(row[3])
+        for name, node_dsn in router.nodes.items():
+            driver._pools[name] = driver._make_pool(name, node_dsn)
+        return driver
+
+    def _make_pool(self, name: str, dsn: str) -> ConnectionPool[Connection]:
+        pool: ConnectionPool[Connection] = ConnectionPool(
+            dsn,
+            min_size=min(self.config.pool_min, self.config.pool_max),
+            max_size=self.config.pool_max,
+            kwargs=self._pool_kwargs(dsn),
+            configure=self._configure,
+            check=self._check,
+            reset=self._reset,
+            timeout=self._timeout(name),
+            name=f"pgsearch-{name}",
+            open=False,
+        )
+        pool.open(wait=False)
+        return pool
+
+    def _configure(self, conn: Connection) -> None:
+        if not self.citus:
+            conn.execute(sql.SQL("; ").join(self._connection_settings()))
+
+    def _check(self, conn: Connection) -> None:
+        if self._needs_check(conn):
+            ConnectionPool.check_connection(conn)
+
+    def _reset(self, conn: Connection) -> None:
+        self._returned[conn] = time.monotonic()
+
+    def close(self) -> None:
+        """Close every pool (connections in use are closed when returned)."""
+        for pool in self._pools.values():
+            pool.close()
+
+    def pool_stats(self) -> dict[str, dict[str, int]]:
+        return {name: pool.get_stats() for name, pool in self._pools.items()}
+
+    # --- running units -------------------------------------------------------------
+
+    def run(self, unit: Unit[T]) -> T:
+        """Run `unit` in one transaction, retried per the module's policy."""
+        rec = _Recorder(unit.context, unit.write)
+        excluded: set[str] = set()
+        for attempt in range(1, RETRY_ATTEMPTS + 1):
+            choice = self.router.choose(
+                Intent(
+                    write=unit.write,
+                    workspace=unit.workspace,
+                    attempt=attempt,
+                    excluded=frozenset(excluded),
+                )
+            )
+            if choice.delay > 0:
+                time.sleep(min(choice.delay, MAX_ROUTER_DELAY))
+            rec.reset(choice.node)
+            try:
+                value = self._attempt(unit, choice, rec)
+            except _Rejected:
+                excluded.add(choice.node)
+                continue
+            except PgSearchError as exc:
+                node_failed = _node_failure(exc, choice.node)
+                if node_failed:
+                    self.router.failed(choice.node, exc)
+                    excluded.add(choice.node)
+                    if isinstance(exc, StoreUnavailable):
+                        self._pools[choice.node].check()
+                if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
+                    self._publish(rec.record(exc))
+                    raise
+                log.info("retrying after %s (attempt %d of %d)", exc, attempt, RETRY_ATTEMPTS)
+                time.sleep(_backoff(attempt))
+                continue
+            except BaseException as exc:
+                self._publish(rec.record(exc))
+                raise
+            self._publish(rec.record())
+            return value
+        raise StoreError(f"{unit.context}: no node accepted the work")
+
+    def _attempt(self, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
+        pool = self._pools[choice.node]
+        try:
+            conn = pool.getconn()
+        except PoolTimeout as exc:
+            raise self._error(
+                exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
+            ) from exc
+        try:
+            return self._on(conn, unit, choice, rec)
+        except BaseException:
+            self._rollback(conn)
+            raise
+        finally:
+            pool.putconn(conn)
+
+    def _on(self, conn: Connection, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
+        run = _Run(self, unit, choice, rec)
+        out = run.start()
+        while isinstance(out, _Batch):
+            try:
+                raw = self._send(conn, out.statements, rec)
+            except (psycopg.Error, UnicodeEncodeError) as exc:
+                out = run.failed(self._error(exc, conn, unit.context, commit_sent=out.commit,
+                                             write=unit.write))  # fmt: skip
+                continue
+            out = run.received(out, raw)
+        return out.value  # type: ignore[no-any-return]
+
+    def _send(
+        self, conn: Connection, statements: Sequence[Statement[Any]], rec: _Recorder
+    ) -> list[list[Any]]:
+        """Send statements in as few round trips as COPY allows; rows per statement."""
+        out: list[list[Any]] = []
+        run: list[Statement[Any]] = []
+        for s in statements:
+            if s.copy_rows is None:
+                run.append(s)
+                continue
+            out += self._pipeline(conn, run, rec)
+            run = []
+            rec.statements.append(s)
+            rec.round_trips += 2  # COPY: the statement, then the data and its end
+            with conn.cursor() as cur, cur.copy(s.sql, s.params) as copy:
+                for row in s.copy_rows:
+                    copy.write_row(row)
+            out.append([])
+        out += self._pipeline(conn, run, rec)
+        return out
+
+    def _pipeline(
+        self, conn: Connection, statements: list[Statement[Any]], rec: _Recorder
+    ) -> list[list[Any]]:
+        if not statements:
+            return []
+        rec.round_trips += 1
+        rec.statements += [s for s in statements if not _infrastructure(s)]
+        cursors = [conn.cursor(row_factory=_decoder(s)) for s in statements]
+        if len(statements) == 1:
+            cursors[0].execute(statements[0].sql, statements[0].params)
+        else:
+            with conn.pipeline():
+                for cur, s in zip(cursors, statements, strict=True):
+                    cur.execute(s.sql, s.params)
+        return [cur.fetchall() if cur.description is not None else [] for cur in cursors]
+
+    def _rollback(self, conn: Connection) -> None:
+        if conn.broken or conn.closed:
+            return
+        if conn.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+            try:
+                conn.execute(_ROLLBACK)
+            except psycopg.Error as exc:  # the connection is then discarded by the pool
+                log.debug("rollback failed: %s", exc)
+
+    # --- imperative transactions (callers not yet written as work) ------------------
+
+    def retrying(self, work: Callable[[], T], *, attempts: int = RETRY_ATTEMPTS) -> T:
+        """Run `work`, which opens its own transactions, again when that is safe.
+
+        Same policy as `run`, nodes that failed included: a node that failed an
+        attempt is not chosen again within the block. Inside an open transaction
+        nothing is retried: a retry would repeat only part of that transaction's work.
+        """
+        if _current_tx.get() is not None or _attempts.get() is not None:
+            return work()  # the enclosing transaction or block decides
+        state = _Attempts()
+        token = _attempts.set(state)
+        try:
+            for attempt in range(1, attempts + 1):
+                state.node_failed = False
+                try:
+                    return work()
+                except PgSearchError as exc:
+                    if attempt == attempts or not (retriable(exc) or state.node_failed):
+                        raise
+                    log.info("retrying after %s (attempt %d of %d)", exc, attempt, attempts)
+                    time.sleep(_backoff(attempt))
+            raise AssertionError("unreachable")
+        finally:
+            _attempts.reset(token)
+
+    @contextmanager
+    def transaction(
+        self,
+        workspace: str | None,
+        *,
+        write: bool,
+        search: bool = False,
+        context: str = "",
+    ) -> Iterator[Tx]:
+        """One transaction on one pooled connection, for code that runs work piecemeal.
+
+        The node is chosen as for `run`: when the router asks for a probe, ``BEGIN``,
+        the settings and the probe go first, in one round trip, and a node the router
+        rejects (or that fails then) is passed over before the block runs. Committed
+        when the block ends, rolled back when it raises. Not retried here: wrap the
+        whole block in `retrying`.
+        """
+        unit: Unit[None] = Unit(
+            work=_nothing, workspace=workspace, write=write, search=search, context=context
+        )
+        attempts = _attempts.get() or _Attempts()
+        excluded = attempts.excluded
+        rec = _Recorder(context, write)
+        pool, conn, node, tx = self._open(unit, rec, excluded)
+        token = _current_tx.set(tx)
+        try:
+            try:
+                yield tx
+                tx.commit()
+            except BaseException as exc:
+                self._rollback(conn)
+                if _node_failure(exc, node):
+                    self.router.failed(node, exc)
+                    excluded.add(node)
+                    attempts.node_failed = True
+                    if isinstance(exc, StoreUnavailable):
+                        pool.check()
+                self._publish(rec.record(exc))
+                pool.putconn(conn)
+                raise
+        finally:
+            _current_tx.reset(token)
+        self._committed(unit, node, tx.last_commit, tx.last_commit_raw)
+        self._publish(rec.record())
+        pool.putconn(conn)
+
+    def _open(
+        self, unit: Unit[None], rec: _Recorder, excluded: set[str]
+    ) -> tuple[ConnectionPool[Connection], Connection, str, Tx]:
+        """A connection on a node the router chose and accepted, its transaction
+        begun when the router asked for a probe (`transaction`)."""
+        for attempt in range(1, RETRY_ATTEMPTS + 1):
+            choice = self.router.choose(
+                Intent(
+                    write=unit.write,
+                    workspace=unit.workspace,
+                    attempt=attempt,
+                    excluded=frozenset(excluded),
+                )
+            )
+            if choice.delay > 0:
+                time.sleep(min(choice.delay, MAX_ROUTER_DELAY))
+            rec.reset(choice.node)
+            pool = self._pools[choice.node]
+            try:
+                conn = pool.getconn()
+            except PoolTimeout as exc:
+                error = self._error(
+                    exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
+                )
+                if not _node_failure(error, choice.node) or attempt == RETRY_ATTEMPTS:
+                    self._publish(rec.record(error))
+                    raise error from exc
+                self.router.failed(choice.node, error)
+                excluded.add(choice.node)
+                continue
+            tx = Tx(self, conn, unit, rec)
+            if choice.probe is None:
+                return pool, conn, choice.node, tx
+            try:
+                accepted = self.router.accept(choice.node, tx.begin(choice.probe))
+            except PgSearchError as exc:
+                self._rollback(conn)
+                node_failed = _node_failure(exc, choice.node)
+                if node_failed:
+                    self.router.failed(choice.node, exc)
+                    excluded.add(choice.node)
+                    if isinstance(exc, StoreUnavailable):
+                        pool.check()
+                pool.putconn(conn)
+                if attempt == RETRY_ATTEMPTS or not (node_failed or retriable(exc)):
+                    self._publish(rec.record(exc))
+                    raise
+                continue
+            except BaseException:
+                self._rollback(conn)
+                pool.putconn(conn)
+                raise
+            if accepted:
+                return pool, conn, choice.node, tx
+            self._rollback(conn)
+            pool.putconn(conn)
+            excluded.add(choice.node)
+        error = StoreError(f"{unit.context}: no node accepted the work")
+        self._publish(rec.record(error))
+        raise error
+
+
+def _nothing() -> Work[None]:
+    return None
+    yield  # pragma: no cover
+
+
+_INFRA = frozenset({"begin", "setting", "commit", "commit lsn"})
+
+
+def _infrastructure(statement: Statement[Any]) -> bool:
+    return statement.name in _INFRA or statement.name.startswith("explain ")
+
+
+def _deferrable(step: Step) -> bool:
+    """Savepoint bookkeeping that can wait for the next round trip."""
+    return (
+        bool(step.statements) and not step.final and all(s.name in _DEFER for s in step.statements)
+    )
+
+
+_DEFER = frozenset({"release savepoint", "rollback to savepoint"})
+
+
+def _empty(step: Step) -> Results:
+    return tuple([] for _ in step.statements)
+
+
+class Tx:
+    """A transaction open on one pooled connection (`Driver.transaction`).
+
+    `run` drives a work generator inside it; savepoint statements and the opening
+    ``BEGIN`` wait for the next statement so that they cost no round trip of their own.
+    """
+
+    def __init__(self, driver: Driver, conn: Connection, unit: Unit[None], rec: _Recorder) -> None:
+        self._driver = driver
+        self._conn = conn
+        self._unit = unit
+        self._rec = rec
+        self._pending: list[Statement[Any]] = driver._begin(unit)
+        self._began = False
+        self.last_commit = _Batch(statements=[], own=[])
+        self.last_commit_raw: list[list[Any]] = []
+
+    def _step(self, step: Step) -> Results:
+        if _deferrable(step):
+            self._pending += step.statements
+            return _empty(step)
+        batch = self._driver._compose(self._pending, step, explain=False, finish=False, lsn=False)
+        self._pending = []
+        try:
+            raw = self._driver._send(self._conn, batch.statements, self._rec)
+        except (psycopg.Error, UnicodeEncodeError) as exc:
+            raise self._driver._error(
+                exc, self._conn, self._unit.context, commit_sent=False,
+                write=self._unit.write,
+            ) from exc  # fmt: skip
+        self._began = True
+        return self._driver._results(batch, raw, self._rec)
+
+    def begin(self, probe: Statement[Any]) -> list[Any]:
+        """Send ``BEGIN``, the settings and `probe` now; returns the probe's rows."""
+        batch = self._driver._compose(
+            self._pending, Step(()), explain=False, finish=False, lsn=False, probe=probe
+        )
+        self._pending = []
+        try:
+            raw = self._driver._send(self._conn, batch.statements, self._rec)
+        except (psycopg.Error, UnicodeEncodeError) as exc:
+            raise self._driver._error(
+                exc, self._conn, self._unit.context, commit_sent=False,
+                write=self._unit.write,
+            ) from exc  # fmt: skip
+        self._began = True
+        assert batch.probe is not None
+        return raw[batch.probe]
+
+    def run(self, work: Work[T]) -> T:
+        """Run `work` inside this transaction (its final marks are ignored: the block
+        commits when it ends)."""
+        try:
+            step = next(work)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        while True:
+            try:
+                results = self._step(step)
+            except PgSearchError as exc:
+                try:
+                    step = work.throw(exc)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                continue
+            try:
+                step = work.send(results)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+
+    def commit(self) -> None:
+        if not self._began:
+            return  # nothing was sent: there is no transaction to commit
+        lsn = self._unit.write and self._driver.router.wants_commit_lsn
+        batch = self._driver._compose(self._pending, Step(()), explain=False, finish=True, lsn=lsn)
+        self._pending = []
+        try:
+            raw = self._driver._send(self._conn, batch.statements, self._rec)
+        except (psycopg.Error, UnicodeEncodeError) as exc:
+            raise self._driver._error(
+                exc, self._conn, self._unit.context, commit_sent=True,
+                write=self._unit.write,
+            ) from exc  # fmt: skip
+        self.last_commit, self.last_commit_raw = batch, raw
+
+
+class AsyncDriver(_Core):
+    """`Driver` for asyncio: the same units on an `AsyncConnectionPool` per node."""
+
+    def __init__(self, router: Router, config: DriverConfig) -> None:
+        super().__init__(router, config)
+        self._pools: dict[str, AsyncConnectionPool[AsyncConnection]] = {}
+
+    @classmethod
+    async def open(
+        cls,
+        router: Router | str,
+        config: DriverConfig | None = None,
+        *,
+        check_schema: bool = True,
+    ) -> AsyncDriver:
+        """As `Driver.open`, inside the running event loop."""
+        router = PrimaryRouter(router) if isinstance(router, str) else router
+        driver = cls(router, config or DriverConfig())
+        dsn = router.nodes[PRIMARY]
+        target = redact_dsn(dsn) or "the default PostgreSQL"
+        with wrap_errors(f"cannot connect to {target}"):
+            probe = await psycopg.AsyncConnection.connect(dsn, **driver._pool_kwargs(dsn))
+        async with probe:
+            with wrap_errors("checking the schema"):
+                cur = await probe.execute(_PROBE)
+                row = await cur.fetchone()
+                assert row is not None
+                versions = None
+                if check_schema and row[0]:
+                    cur = await probe.execute(_VERSIONS)
+                    versions = [str(r[0]) for r in await cur.fetchall()]
+            if check_schema:
+                driver._probe_result(row, versions)
+            else:
+                driver.citus = bool(row[3])
+        for name, node_dsn in router.nodes.items():
+            pool: AsyncConnectionPool[AsyncConnection] = AsyncConnectionPool(
+                node_dsn,
+                min_size=min(driver.config.pool_min, driver.config.pool_max),
+                max_size=driver.config.pool_max,
+                kwargs=driver._pool_kwargs(node_dsn),
+                configure=driver._configure,
+                check=driver._check,
+                reset=driver._reset,
+                timeout=driver._timeout(name),
+                name=f"pgsearch-async-{name}",
+                open=False,
+            )
+            await pool.open(wait=False)
+            driver._pools[name] = pool
+        return driver
+
+    async def _configure(self, conn: AsyncConnection) -> None:
+        if not self.citus:
+            await conn.execute(sql.SQL("; ").join(self._connection_settings()))
+
+    async def _check(self, conn: AsyncConnection) -> None:
+        if self._needs_check(conn):
+            await AsyncConnectionPool.check_connection(conn)
+
+    async def _reset(self, conn: AsyncConnection) -> None:
+        self._returned[conn] = time.monotonic()
+
+    async def close(self) -> None:
+        for pool in self._pools.values():
+            await pool.close()
+
+    def pool_stats(self) -> dict[str, dict[str, int]]:
+        return {name: pool.get_stats() for name, pool in self._pools.items()}
+
+    async def run(self, unit: Unit[T]) -> T:
+        """Run `unit` in one transaction, retried per the module's policy."""
+        rec = _Recorder(unit.context, unit.write)
+        excluded: set[str] = set()
+        for attempt in range(1, RETRY_ATTEMPTS + 1):
+            choice = self.router.choose(
+                Intent(
+                    write=unit.write,
+                    workspace=unit.workspace,
+                    attempt=attempt,
+                    excluded=frozenset(excluded),
+                )
+            )
+            if choice.delay > 0:
+                await asyncio.sleep(min(choice.delay, MAX_ROUTER_DELAY))
+            rec.reset(choice.node)
+            try:
+                value = await self._attempt(unit, choice, rec)
+            except _Rejected:
+                excluded.add(choice.node)
+                continue
+            except PgSearchError as exc:
+                node_failed = _node_failure(exc, choice.node)
+                if node_failed:
+                    self.router.failed(choice.node, exc)
+                    excluded.add(choice.node)
+                    if isinstance(exc, StoreUnavailable):
+                        await self._pools[choice.node].check()
+                if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
+                    self._publish(rec.record(exc))
+                    raise
+                log.info("retrying after %s (attempt %d of %d)", exc, attempt, RETRY_ATTEMPTS)
+                await asyncio.sleep(_backoff(attempt))
+                continue
+            except BaseException as exc:
+                self._publish(rec.record(exc))
+                raise
+            self._publish(rec.record())
+            return value
+        raise StoreError(f"{unit.context}: no node accepted the work")
+
+    async def _attempt(self, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
+        pool = self._pools[choice.node]
+        try:
+            conn = await pool.getconn()
+        except PoolTimeout as exc:
+            raise self._error(
+                exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
+            ) from exc
+        try:
+            return await self._on(conn, unit, choice, rec)
+        except BaseException:
+            await self._rollback(conn)
+            raise
+        finally:
+            await pool.putconn(conn)
+
+    async def _on(self, conn: AsyncConnection, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
+        run = _Run(self, unit, choice, rec)
+        out = run.start()
+        while isinstance(out, _Batch):
+            try:
+                raw = await self._send(conn, out.statements, rec)
+            except (psycopg.Error, UnicodeEncodeError) as exc:
+                out = run.failed(self._error(exc, conn, unit.context, commit_sent=out.commit,
+                                             write=unit.write))  # fmt: skip
+                continue
+            out = run.received(out, raw)
+        return out.value  # type: ignore[no-any-return]
+
+    async def _send(
+        self, conn: AsyncConnection, statements: Sequence[Statement[Any]], rec: _Recorder
+    ) -> list[list[Any]]:
+        out: list[list[Any]] = []
+        run: list[Statement[Any]] = []
+        for s in statements:
+            if s.copy_rows is None:
+                run.append(s)
+                continue
+            out += await self._pipeline(conn, run, rec)
+            run = []
+            rec.statements.append(s)
+            rec.round_trips += 2
+            async with conn.cursor() as cur, cur.copy(s.sql, s.params) as copy:
+                for row in s.copy_rows:
+                    await copy.write_row(row)
+            out.append([])
+        out += await self._pipeline(conn, run, rec)
+        return out
+
+    async def _pipeline(
+        self, conn: AsyncConnection, statements: list[Statement[Any]], rec: _Recorder
+    ) -> list[list[Any]]:
+        if not statements:
+            return []
+        rec.round_trips += 1
+        rec.statements += [s for s in statements if not _infrastructure(s)]
+        cursors = [conn.cursor(row_factory=_decoder(s)) for s in statements]
+        if len(statements) == 1:
+            await cursors[0].execute(statements[0].sql, statements[0].params)
+        else:
+            async with conn.pipeline():
+                for cur, s in zip(cursors, statements, strict=True):
+                    await cur.execute(s.sql, s.params)
+        return [await cur.fetchall() if cur.description is not None else [] for cur in cursors]
+
+    async def _rollback(self, conn: AsyncConnection) -> None:
+        if conn.broken or conn.closed:
+            return
+        if conn.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+            try:
+                await conn.execute(_ROLLBACK)
+            except psycopg.Error as exc:
+                log.debug("rollback failed: %s", exc)
