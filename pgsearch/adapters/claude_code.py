@@ -59,6 +59,7 @@ from pgsearch.adapters.common import (
     head_objects,
     ident,
     line_where,
+    name_of,
     parent_dir_name,
     quiet_time,
     read_lines,
@@ -119,7 +120,7 @@ def _tag(body: str, name: str) -> str | None:
 
 def looks_like(obj: dict[str, Any]) -> bool:
     """Whether a decoded line is a Claude Code event."""
-    kind = obj.get("type")
+    kind = name_of(obj.get("type"))
     if "role" in obj:
         return False
     if kind == "summary" and "leafUuid" in obj:
@@ -142,7 +143,7 @@ def header(data: bytes, *, default_session: str, path: PurePath | None = None) -
             cwd = text(obj["cwd"])
         if started is None and isinstance(obj.get("timestamp"), str):
             started = quiet_time(obj["timestamp"])
-        if first is None and obj.get("type") in EVENT_TYPES:
+        if first is None and name_of(obj.get("type")) in EVENT_TYPES:
             first = obj
         if cwd is not None and started is not None and first is not None:
             break
@@ -319,7 +320,7 @@ class _Parser:
     # --- lines ----------------------------------------------------------------------
 
     def handle(self, lineno: int, obj: dict[str, Any]) -> list[Entry] | None:
-        kind = obj.get("type")
+        kind = name_of(obj.get("type"))
         if looks_like(obj):
             self.parsed.recognised += 1
         if kind in TITLE_TYPES:

@@ -40,6 +40,7 @@ from pgsearch.adapters.common import (
     exit_code_in,
     head_objects,
     ident,
+    name_of,
     quiet_time,
     read_lines,
     shell_command,
@@ -85,7 +86,7 @@ _UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 
 def looks_like(obj: dict[str, Any]) -> bool:
     """Whether a decoded line is a Codex rollout line (with or without envelope)."""
-    if obj.get("type") in ENVELOPE_TYPES and isinstance(obj.get("payload"), dict):
+    if name_of(obj.get("type")) in ENVELOPE_TYPES and isinstance(obj.get("payload"), dict):
         return True
     if "role" not in obj and "id" in obj and "timestamp" in obj and "instructions" in obj:
         return True  # the first line of an older rollout
@@ -128,7 +129,7 @@ def _tool_call_in(line: Any, call_id: str) -> ToolCall | None:
         return None
     payload = line.get("payload")
     item: dict[str, Any] = payload if isinstance(payload, dict) else line
-    if item.get("call_id") == call_id and item.get("type") in _CALLS:
+    if item.get("call_id") == call_id and name_of(item.get("type")) in _CALLS:
         return _call(item)
     return None
 
@@ -202,10 +203,10 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
     parsed = Parsed()
 
     def handle(lineno: int, obj: dict[str, Any]) -> list[Entry] | None:
-        if looks_like(obj) or obj.get("type") in ITEM_TYPES:
+        kind = name_of(obj.get("type"))
+        if looks_like(obj) or kind in ITEM_TYPES:
             parsed.recognised += 1
         created = timestamp(obj.get("timestamp"), path=path, line=lineno)
-        kind = obj.get("type")
         if kind in ENVELOPE_TYPES:
             payload = obj.get("payload")
             if not isinstance(payload, dict):
@@ -244,7 +245,7 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
 def _item_entry(
     item: dict[str, Any], sid: str, lineno: int, created: Any, tools: ToolCalls
 ) -> Entry | None:
-    itype = item.get("type")
+    itype = name_of(item.get("type"))
     extra: dict[str, Any] = {"line": lineno}
     call_id = ident(item.get("call_id"))
     if call_id:

@@ -316,6 +316,12 @@ class ToolCalls:
         return call.name if call is not None else None
 
 
+def name_of(value: Any) -> str | None:
+    """`value` when it is a string (a ``type`` or ``role`` field), else None: a field of
+    another JSON type never matches a known name (nor breaks a set lookup)."""
+    return value if isinstance(value, str) else None
+
+
 def text(value: Any) -> str:
     """A string made storable (NUL and lone surrogates replaced); non-strings -> ''."""
     return clean(value) if isinstance(value, str) else ""

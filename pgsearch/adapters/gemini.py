@@ -46,6 +46,7 @@ from pgsearch.adapters.common import (
     exit_code_in,
     head_objects,
     ident,
+    name_of,
     parent_dir_name,
     quiet_time,
     read_lines,
@@ -77,7 +78,7 @@ def looks_like_line(obj: dict[str, Any]) -> bool:
         return True
     return (
         isinstance(obj.get("id"), str)
-        and obj.get("type") in MESSAGE_TYPES
+        and name_of(obj.get("type")) in MESSAGE_TYPES
         and "content" in obj
         and "timestamp" in obj
     )
