@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from pgsearch import adapters, embedded, policy
-from pgsearch.errors import PgSearchError
+from pgsearch.errors import IngestError, PgSearchError
 from pgsearch.settings import Settings
 from pgsearch.types import (
     DEFAULT_CONTEXT,
@@ -241,7 +241,10 @@ def ingest(
         return
     from pgsearch.ingest import find_jsonl
 
-    files = find_jsonl(paths)
+    unreadable: list[IngestError] = []
+    files = find_jsonl(paths, unreadable)
+    for problem in unreadable:
+        click.echo(f"pgsearch: warning: {problem}", err=True)
     if not files:
         _fail("no session files found in " + ", ".join(paths))
     with ctx.open() as pg:

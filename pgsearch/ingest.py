@@ -172,6 +172,8 @@ class IngestReport:
     warnings: list[IngestError] = field(default_factory=list)
     #: Files that named no working directory, by the workspace they went to.
     no_cwd: dict[str, int] = field(default_factory=dict)
+    #: Directories that could not be searched for files (their files were not read).
+    unreadable: list[IngestError] = field(default_factory=list)
 
     def add(self, result: FileResult) -> None:
         self.files += 1
@@ -192,6 +194,8 @@ class IngestReport:
             f"{self.messages} messages added, {self.skipped} already stored, "
             f"{self.bad_lines} bad lines skipped, {len(self.errors)} errors"
         )
+        if self.unreadable:
+            text += f"; {len(self.unreadable)} unreadable directories"
         for ws, count in sorted(self.no_cwd.items()):
             text += (
                 f"; {count} file{'s' if count != 1 else ''} named no working directory "
@@ -244,10 +248,12 @@ def workspace_of(real: Path, shown: str, format: str, fallback: str) -> tuple[st
         raise IngestError(f"working directory as workspace: {exc}", path=shown) from None
 
 
-def find_jsonl(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+def find_jsonl(
+    paths: Iterable[str | os.PathLike[str]], problems: list[IngestError] | None = None
+) -> list[Path]:
     """Files named directly, plus the session files of every format under
-    directories (`pgsearch.sources.find_sources`)."""
-    return find_sources(paths)
+    directories (`pgsearch.sources.find_sources`; unreadable ones go to `problems`)."""
+    return find_sources(paths, problems)
 
 
 def confine(path: Path, roots: Sequence[Path] | None) -> Path:
@@ -612,7 +618,7 @@ class Ingestor:
         files: list[tuple[Path, Path | IngestError]] = []
         targets: dict[Path, str] = {}
         no_cwd: set[Path] = set()
-        for path in find_sources(paths):
+        for path in find_sources(paths, report.unreadable):
             try:
                 resolved = confine(path, roots)
                 if workspace_from_cwd:

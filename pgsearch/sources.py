@@ -19,6 +19,7 @@ named on the command line is read whatever its name.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pgsearch.errors import IngestError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +55,18 @@ def _is_session_document(path: Path) -> bool:
     return is_opencode_session(path)
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, problems: list[IngestError] | None) -> list[Path]:
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+
+    def unreadable(exc: OSError) -> None:
+        where = exc.filename if exc.filename is not None else root
+        error = IngestError(f"cannot read directory: {exc.strerror or exc}", path=str(where))
+        if problems is None:
+            log.warning("%s", error)
+        else:
+            problems.append(error)
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
         here = Path(dirpath)
         # OpenCode's storage: sessions are its session files; their messages and parts
         # are read with them, and its other files (todos, diffs) are no sessions.
@@ -69,14 +81,20 @@ def _walk(root: Path) -> list[Path]:
     return found
 
 
-def find_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+def find_sources(
+    paths: Iterable[str | os.PathLike[str]], problems: list[IngestError] | None = None
+) -> list[Path]:
     """Files named directly, plus the session files of every format under directories
-    (sorted by path within each directory named)."""
+    (sorted by path within each directory named).
+
+    A directory that cannot be read is not skipped silently: it is added to
+    `problems` (logged as a warning when that is None).
+    """
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found.extend(sorted(_walk(path)))
+            found.extend(sorted(_walk(path, problems)))
         else:
             found.append(path)
     return found

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from pgsearch.errors import IngestError
 from pgsearch.sources import find_sources, read_source
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -40,3 +45,24 @@ def test_an_opencode_session_file_reads_as_its_whole_session() -> None:
     assert doc["info"]["id"] == "ses_5f0a3c21effeq8Rk2Lm9Np4Tv6Wx"
     assert [len(m["parts"]) for m in doc["messages"]] == [3, 8, 1, 1, 1]
     assert doc == json.loads(read_source(path, shown=str(path)).data)  # deterministic
+
+
+def test_a_directory_that_cannot_be_read_is_a_warning_not_silence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "a.jsonl").write_text("{}\n")
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "b.jsonl").write_text("{}\n")
+    real_scandir = os.scandir
+
+    def scandir(path: Any) -> Any:
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    problems: list[IngestError] = []
+    assert find_sources([tmp_path], problems) == [tmp_path / "ok" / "a.jsonl"]
+    [problem] = problems
+    assert str(problem) == f"{tmp_path / 'locked'}: cannot read directory: Permission denied"
