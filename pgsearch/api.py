@@ -184,11 +184,12 @@ class PgSearch:
         format: str = "auto",
         workspace_from_cwd: bool = False,
     ) -> FileResult:
-        """Ingest one JSON Lines file (one transaction); raises `IngestError`.
+        """Ingest one session file (one transaction); raises `IngestError`.
 
-        `format`: ``auto`` (detected per file), ``openai``, ``claude-code`` or
-        ``codex``. With `workspace_from_cwd`, an agent log goes to the workspace named
-        by its working directory (`workspace` when it names none).
+        `format`: ``auto`` (detected per file), ``openai``, ``claude-code``,
+        ``codex``, ``gemini`` or ``opencode``. With `workspace_from_cwd`, an agent log
+        goes to the workspace named by its working directory (`workspace` when it
+        names none; `FileResult.no_cwd` then says so).
         """
         return self._ingestor.ingest_file(
             path,
@@ -209,7 +210,8 @@ class PgSearch:
         format: str = "auto",
         workspace_from_cwd: bool = False,
     ) -> IngestReport:
-        """Ingest files and directories (``*.jsonl``); bad files are reported, not raised."""
+        """Ingest files and directories (the session files of every format pgsearch
+        reads, `pgsearch.sources`); bad files are reported, not raised."""
         return self._ingestor.ingest_paths(
             paths,
             workspace=workspace,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from pgsearch import adapters, embedded, policy
-from pgsearch.errors import PgSearchError
+from pgsearch.errors import IngestError, PgSearchError
 from pgsearch.settings import Settings
 from pgsearch.terminal import json_safe, terminal_safe
 from pgsearch.types import (
@@ -226,8 +226,8 @@ def migrate(ctx: Context, revision: str, create: bool, downgrade: bool) -> None:
     type=click.Choice(adapters.FORMAT_CHOICES),
     default=adapters.AUTO,
     show_default=True,
-    help="Log format: pgsearch's OpenAI-style messages, Claude Code or Codex CLI logs "
-    "(auto: detected per file).",
+    help="Log format: pgsearch's OpenAI-style messages, Claude Code, Codex CLI, Gemini CLI "
+    "or OpenCode sessions (auto: detected per file).",
 )
 @click.option(
     "--workspace-from-cwd",
@@ -260,13 +260,16 @@ def ingest(
     watch: bool,
     interval: float,
 ) -> None:
-    """Ingest JSON Lines session files, or directories of *.jsonl files.
+    """Ingest session files, or directories holding them.
 
-    Reads pgsearch's own format and, detected per file, Claude Code session logs
-    (~/.claude/projects) and Codex CLI rollouts (~/.codex/sessions). Each file is one
-    transaction: a file with a bad line is rejected whole (the error names file:line)
-    and the other files still land. Re-ingesting is safe; a file that grew adds only
-    its new lines. Exit status is 1 if any file failed.
+    Reads pgsearch's own JSON Lines format and, detected per file, Claude Code
+    session logs (~/.claude/projects), Codex CLI rollouts (~/.codex/sessions),
+    Gemini CLI sessions (~/.gemini/tmp) and OpenCode sessions (its storage directory
+    or `opencode export` files). Each file is one transaction. A file in pgsearch's
+    format with a bad line is rejected whole (the error names file:line); in an agent
+    log a bad line is skipped with a warning naming file:line and the rest lands.
+    Re-ingesting is safe; a file that grew adds only its new lines. Exit status is 1
+    if any file failed.
 
     With --watch, files are polled and re-ingested as they grow (a rewritten file is
     re-read whole); Ctrl-C stops and prints a summary.
@@ -285,18 +288,24 @@ def ingest(
         return
     from pgsearch.ingest import find_jsonl
 
-    files = find_jsonl(paths)
+    unreadable: list[IngestError] = []
+    files = find_jsonl(paths, unreadable)
+    for problem in unreadable:
+        _echo(f"pgsearch: warning: {problem}", err=True)
     if not files:
-        _fail("no .jsonl files found in " + ", ".join(paths))
+        _fail("no session files found in " + ", ".join(paths))
     with ctx.open() as pg:
         show = not quiet and sys.stderr.isatty()
         errors: list[str] = []
 
         def note(result: FileResult) -> None:
             if result.error is not None:
-                errors.append(str(result.error))
-                if not show:
-                    _echo(f"pgsearch: error: {result.error}", err=True)
+                errors.append(f"error: {result.error}")
+            errors.extend(f"warning: {w}" for w in _warnings(result))
+            if not show:
+                for line in errors:
+                    _echo(f"pgsearch: {line}", err=True)
+                errors.clear()
 
         if show:
             with click.progressbar(length=len(files), label="ingesting", file=sys.stderr) as bar:
@@ -314,7 +323,7 @@ def ingest(
                     workspace_from_cwd=workspace_from_cwd,
                 )
             for line in errors:
-                _echo(f"pgsearch: error: {line}", err=True)
+                _echo(f"pgsearch: {line}", err=True)
         else:
             report = pg.ingest_paths(
                 files,
@@ -329,6 +338,15 @@ def ingest(
         sys.exit(1)
 
 
+def _warnings(result: FileResult) -> list[str]:
+    """The lines an agent log skipped, one per line (the rest counted)."""
+    out = [str(w) for w in result.warnings]
+    more = result.bad_lines - len(result.warnings)
+    if more > 0:
+        out.append(f"{result.path}: {more} more bad lines skipped")
+    return out
+
+
 def _render_result(result: SessionQueryResult, workspace: str) -> str:
     lines: list[str] = []
     if not result.matches:
@@ -339,8 +357,9 @@ def _render_result(result: SessionQueryResult, workspace: str) -> str:
     for i, m in enumerate(result.matches, 1):
         tool = f" tool={m.tool_name}" if m.tool_name else ""
         title = f' "{m.title}"' if m.title else ""
+        parent = f" parent={m.parent_session_id}" if m.parent_session_id else ""
         lines.append(
-            f"{i}. session={m.session_id} seq={m.seq} {m.kind} role={m.role}{tool} "
+            f"{i}. session={m.session_id}{parent} seq={m.seq} {m.kind} role={m.role}{tool} "
             f"turn={m.turn} {m.created_at.isoformat(timespec='seconds')} "
             f"score={m.score:.3f}{title}"
         )
@@ -719,6 +738,8 @@ def _watch(
                 )
 
             def note(result: FileResult) -> None:
+                for warning in _warnings(result):
+                    _echo(f"pgsearch: warning: {warning}", err=True)
                 if result.error is not None:
                     _echo(f"pgsearch: error: {result.error}", err=True)
                 elif not quiet and (result.messages or result.rewritten):

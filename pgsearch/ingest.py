@@ -1,11 +1,20 @@
 """Ingest: files and appended messages into the store, lossless and idempotent.
 
 A file is one transaction: either every new line of it lands, with vocabulary and
-statistics updated to match, or nothing does. ``seq`` is a message's 0-based line
-number, so re-reading a file inserts nothing twice (``ON CONFLICT DO NOTHING`` on
-the primary key) and statistics only count rows actually inserted. For each file
-the consumed byte length and a SHA-256 of those bytes are recorded; when the file
-still starts with exactly those bytes, only the lines after them are parsed.
+statistics updated to match, or nothing does. For each file the consumed byte length
+and a SHA-256 of those bytes are recorded, with the format and mapping version it
+was read with (``parser``); when the file still starts with exactly those bytes and
+the mapping is the same, only the lines after them are parsed (`resume_point`). In
+pgsearch's own format ``seq`` is a message's 0-based line number, so re-reading a
+file inserts nothing twice (``ON CONFLICT DO NOTHING`` on the primary key); agent
+logs continue each session's seqs. A file that no longer starts with what was read,
+or was read by an older mapping, is read again whole and replaces its sessions.
+
+Agent logs may name sessions other than the file's own: sub-agent conversations
+(linked to their parent) and, in Claude Code ``summary`` lines, the session a title
+belongs to, through the uuid of one of its messages. Those titles are stored
+(`leaf_titles`) and applied when that message is stored, in this file, another file
+of the run, or a later run.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from pgsearch import adapters, policy
+from pgsearch.adapters.common import Parsed, SessionTitle, head_objects
 from pgsearch.db import store
 from pgsearch.db.store import (
     FIELDS_STAT,
@@ -38,8 +49,9 @@ from pgsearch.db.store import (
 )
 from pgsearch.errors import ConfigError, IngestError
 from pgsearch.indexing import IndexedText, index_entry, index_session_fields
-from pgsearch.messages import Entry, entry_from_object, iter_jsonl
+from pgsearch.messages import Entry, entry_from_object
 from pgsearch.settings import Settings
+from pgsearch.sources import find_sources, read_source
 from pgsearch.types import MAX_ID_CHARS
 from pgsearch.validate import check_workspace
 
@@ -61,14 +73,71 @@ PREPARE_AHEAD = 8
 class FileResult:
     path: str
     sessions: set[str] = field(default_factory=set)
+    #: Entries stored by this ingest.
     messages: int = 0
+    #: Entries read again that were already stored (none are stored twice).
     skipped: int = 0
+    #: Nothing was added to the file since it was last ingested; nothing was read.
+    unchanged: bool = False
+    #: Lines of an agent log skipped under the per-line policy, and (some of) why.
+    bad_lines: int = 0
+    warnings: list[IngestError] = field(default_factory=list)
     error: IngestError | None = None
     #: Where the file went and how it was read (agent logs may pick the workspace).
     workspace: str = ""
     format: str = ""
     #: The file no longer started with what was ingested before, so it was re-read.
     rewritten: bool = False
+    #: A workspace from the working directory was asked for, but the file names none.
+    no_cwd: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Where to start reading a file, given its record (`resume_point`)."""
+
+    start: int
+    first_line: int
+    #: Read it whole and replace what it stored before.
+    rewrite: bool = False
+    #: Nothing new: no byte was added since the last ingest.
+    unchanged: bool = False
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def resume_point(
+    data: bytes, record: FileRecord | None, *, parser: str, document: bool = False
+) -> Resume:
+    """Where the unread part of `data` starts, given what was recorded for the file.
+
+    The file is read on from the recorded length when it still starts with the
+    recorded bytes and was read by the same `parser`; else it is read whole as a
+    rewrite. A document format is read whole on any change. When the last pass read
+    a final line that had no newline yet, the bytes after it must end that line
+    (spaces, then the newline): anything else means the line was rewritten.
+    """
+    if record is None:
+        return Resume(0, 0)
+    same_parser = record.parser == parser or (
+        record.parser is None and parser.startswith(f"{adapters.OPENAI}/")
+    )
+    if not same_parser or record.size > len(data) or _digest(data[: record.size]) != record.digest:
+        return Resume(0, 0, rewrite=True)
+    if record.size == len(data):
+        return Resume(record.size, record.lines, unchanged=True)
+    if document:
+        return Resume(0, 0, rewrite=True)
+    start = record.size
+    if start and data[start - 1 : start] != b"\n":
+        nl = data.find(b"\n", start)
+        stop = len(data) if nl < 0 else nl
+        if data[start:stop].strip():
+            return Resume(0, 0, rewrite=True)
+        start = len(data) if nl < 0 else nl + 1
+    return Resume(start, record.lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,32 +153,55 @@ class _Prepared:
     entries: list[Entry]
     indexed: list[IndexedText]
     mtime: datetime
+    parsed: Parsed
     format: str = adapters.OPENAI
     #: The file no longer starts with the bytes ingested before: forget its sessions.
     rewrite: bool = False
+    unchanged: bool = False
 
 
 @dataclass(slots=True)
 class IngestReport:
     files: int = 0
+    unchanged: int = 0
     sessions: int = 0
     messages: int = 0
     skipped: int = 0
+    bad_lines: int = 0
     errors: list[IngestError] = field(default_factory=list)
+    warnings: list[IngestError] = field(default_factory=list)
+    #: Files that named no working directory, by the workspace they went to.
+    no_cwd: dict[str, int] = field(default_factory=dict)
+    #: Directories that could not be searched for files (their files were not read).
+    unreadable: list[IngestError] = field(default_factory=list)
 
     def add(self, result: FileResult) -> None:
         self.files += 1
+        self.unchanged += int(result.unchanged)
         self.sessions += len(result.sessions)
         self.messages += result.messages
         self.skipped += result.skipped
+        self.bad_lines += result.bad_lines
+        self.warnings.extend(result.warnings)
+        if result.no_cwd and result.error is None:
+            self.no_cwd[result.workspace] = self.no_cwd.get(result.workspace, 0) + 1
         if result.error is not None:
             self.errors.append(result.error)
 
     def summary(self) -> str:
-        return (
-            f"{self.files} files, {self.sessions} sessions, {self.messages} messages, "
-            f"{self.skipped} skipped, {len(self.errors)} errors"
+        text = (
+            f"{self.files} files ({self.unchanged} unchanged), {self.sessions} sessions, "
+            f"{self.messages} messages added, {self.skipped} already stored, "
+            f"{self.bad_lines} bad lines skipped, {len(self.errors)} errors"
         )
+        if self.unreadable:
+            text += f"; {len(self.unreadable)} unreadable directories"
+        for ws, count in sorted(self.no_cwd.items()):
+            text += (
+                f"; {count} file{'s' if count != 1 else ''} named no working directory "
+                f"and went to workspace {ws!r}"
+            )
+        return text
 
 
 def check_format(format: str) -> str:
@@ -121,39 +213,47 @@ def check_format(format: str) -> str:
     return format
 
 
-#: Bytes read from the head of a file to find its format and working directory.
+#: Bytes read from the head of a line-format file to find its working directory.
 _HEAD_BYTES = 1 << 20
+#: A Claude Code worktree of a project (``claude --worktree``, sub-agents in
+#: ``isolation: worktree``): its sessions belong to the project.
+_WORKTREE_RE = re.compile(r"^(.+?)[/\\]\.claude[/\\]worktrees[/\\][^/\\]+(?:[/\\].*)?$")
 
 
-def workspace_of(real: Path, shown: str, format: str, fallback: str) -> str:
-    """The workspace an agent log's working directory names, else `fallback`."""
+def project_of(cwd: str) -> str:
+    """The project a working directory belongs to (a worktree maps to its project)."""
+    match = _WORKTREE_RE.match(cwd)
+    return match.group(1) if match else cwd
+
+
+def workspace_of(real: Path, shown: str, format: str, fallback: str) -> tuple[str, bool]:
+    """The workspace an agent log's working directory names, else `fallback`; and
+    whether it fell back because the file names no working directory."""
     try:
         with real.open("rb") as fh:
             head = fh.read(_HEAD_BYTES)
-    except OSError:
-        return fallback  # reading the file again reports the error
-    fmt = adapters.resolve_format(format, head)
+        if head.lstrip()[:1] in (b"{", b"[") and next(head_objects(head, 1), None) is None:
+            head = read_source(real, shown=shown).data  # one JSON document: read it whole
+    except (OSError, IngestError):
+        return fallback, False  # reading the file again reports the error
+    fmt = adapters.resolve_format(format, head, path=shown)
     if fmt == adapters.OPENAI:
-        return fallback
-    cwd = adapters.ADAPTERS[fmt].header(head, default_session=real.stem).cwd
+        return fallback, False
+    cwd = adapters.ADAPTERS[fmt].header(head, default_session=real.stem, path=real).cwd
     if not cwd:
-        return fallback
+        return fallback, True
     try:
-        return check_workspace(cwd)
+        return check_workspace(project_of(cwd)), False
     except ConfigError as exc:
         raise IngestError(f"working directory as workspace: {exc}", path=shown) from None
 
 
-def find_jsonl(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Files named directly, plus every ``*.jsonl`` under directories (sorted)."""
-    found: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
-        else:
-            found.append(path)
-    return found
+def find_jsonl(
+    paths: Iterable[str | os.PathLike[str]], problems: list[IngestError] | None = None
+) -> list[Path]:
+    """Files named directly, plus the session files of every format under
+    directories (`pgsearch.sources.find_sources`; unreadable ones go to `problems`)."""
+    return find_sources(paths, problems)
 
 
 def confine(path: Path, roots: Sequence[Path] | None) -> Path:
@@ -199,113 +299,92 @@ class Ingestor:
         session_id: str | None,
         format: str = adapters.AUTO,
     ) -> _Prepared:
-        """Read and parse the new part of a file and index its entries (no database)."""
-        shown = str(given)
-        if not real.is_file():
-            raise IngestError("not a readable file", path=shown)
-        try:
-            data = real.read_bytes()
-            mtime = datetime.fromtimestamp(real.stat().st_mtime, tz=UTC)
-        except OSError as exc:
-            raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None
-        fmt = adapters.resolve_format(format, data)
-        if fmt != adapters.OPENAI:
-            return self._prepare_log(shown, real, record, session_id, data, mtime, fmt)
-        start, first_line = 0, 0
-        if (
-            record is not None
-            and record.size <= len(data)
-            and hashlib.sha256(data[: record.size]).hexdigest() == record.digest
-        ):
-            start, first_line = record.size, record.lines
-        entries = list(
-            iter_jsonl(
-                data[start:],
-                path=shown,
-                session_id=session_id or real.stem,
-                first_line=first_line,
-            )
-        )
-        indexed = [
-            index_entry(
-                e,
-                index_policy=self.settings.index_policy,
-                max_chars=self.settings.max_indexed_chars,
-            )
-            for e in entries
-        ]
-        # Only complete lines are recorded as consumed; a partial last line is read
-        # now but read again next time, when it may have grown.
-        consumed = data.rfind(b"\n") + 1
-        done = FileRecord(
-            str(real),
-            consumed,
-            data.count(b"\n", 0, consumed),
-            hashlib.sha256(data[:consumed]).hexdigest(),
-        )
-        return _Prepared(shown, real, record, done, start, first_line, entries, indexed, mtime)
+        """Read and parse the new part of a file and index its entries (no database).
 
-    def _prepare_log(
-        self,
-        shown: str,
-        real: Path,
-        record: FileRecord | None,
-        session_id: str | None,
-        data: bytes,
-        mtime: datetime,
-        fmt: str,
-    ) -> _Prepared:
-        """`_prepare` for agent logs (`adapters`): new complete lines, or all of a rewrite.
-
-        Their entries get consecutive seqs per session when written (``assign_seq``),
-        so a grown file continues at the session's next seq. A file that no longer
-        starts with the bytes ingested before was rewritten: it is read whole and its
-        old sessions are forgotten in the same transaction.
+        A file read whole (never ingested, or rewritten) that yields nothing in its
+        format is an error, and nothing is recorded for it: a wrong ``--format`` or
+        a file of another program must not be remembered as ingested.
         """
+        shown = str(given)
+        source = read_source(real, shown=shown)
+        data = source.data
+        fmt = adapters.resolve_format(format, data, path=shown)
         adapter = adapters.ADAPTERS[fmt]
-        header = adapter.header(data, default_session=real.stem)
+        header = adapter.header(data, default_session=real.stem, path=real)
         if session_id and session_id != header.session_id:
             header = replace(header, session_id=session_id)
-        # Only complete lines are read: a line still being written waits for the next
-        # pass, so a log can be ingested while its agent is running.
-        consumed = data.rfind(b"\n") + 1
-        start, first_line, rewrite = 0, 0, False
-        if record is not None:
-            if (
-                record.size <= consumed
-                and hashlib.sha256(data[: record.size]).hexdigest() == record.digest
-            ):
-                start, first_line = record.size, record.lines
-            else:
-                rewrite = True
-        entries = adapter.parse(data, start, consumed, first_line, path=shown, header=header)
+        resume = resume_point(
+            data, record, parser=adapter.parser, document=adapter.is_document(data)
+        )
+        if resume.unchanged:
+            assert record is not None
+            return _Prepared(
+                shown, real, record, record, resume.start, resume.first_line, [], [],
+                source.mtime, Parsed(consumed=record.size, lines=record.lines),
+                format=fmt, unchanged=True,
+            )  # fmt: skip
+        parsed = self._parse(adapter, data, resume, shown, header)
+        if parsed.restart and resume.start:
+            # The new lines change what an earlier pass read: read it all again.
+            resume = Resume(0, 0, rewrite=True)
+            parsed = self._parse(adapter, data, resume, shown, header)
+        if resume.start == 0:
+            self._check_found(parsed, data, fmt, shown)
         indexed = [
             index_entry(
                 e,
                 index_policy=self.settings.index_policy,
                 max_chars=self.settings.max_indexed_chars,
             )
-            for e in entries
+            for e in parsed.entries
         ]
         done = FileRecord(
             str(real),
-            consumed,
-            data.count(b"\n", 0, consumed),
-            hashlib.sha256(data[:consumed]).hexdigest(),
+            parsed.consumed,
+            parsed.lines,
+            _digest(data[: parsed.consumed]),
+            adapter.parser,
         )
         return _Prepared(
             shown,
             real,
             record,
             done,
-            start,
-            first_line,
-            entries,
+            resume.start,
+            resume.first_line,
+            parsed.entries,
             indexed,
-            mtime,
+            source.mtime,
+            parsed,
             format=fmt,
-            rewrite=rewrite,
+            rewrite=resume.rewrite,
         )
+
+    @staticmethod
+    def _parse(
+        adapter: adapters.Adapter, data: bytes, resume: Resume, shown: str, header: Any
+    ) -> Parsed:
+        try:
+            return adapter.parse(data, resume.start, resume.first_line, path=shown, header=header)
+        except IngestError as exc:
+            if adapter.name == adapters.OPENAI and exc.reason.startswith("missing 'role'"):
+                # Not pgsearch's format after all: say what pgsearch reads.
+                raise IngestError(
+                    f"{exc.reason} (not a format pgsearch recognises; {adapters.known_formats()})",
+                    path=exc.path,
+                    line=exc.line,
+                ) from None
+            raise
+
+    @staticmethod
+    def _check_found(parsed: Parsed, data: bytes, fmt: str, shown: str) -> None:
+        """A file read whole must hold something of its format (or be empty)."""
+        found = parsed.entries or parsed.titles or parsed.leaf_titles or parsed.recognised
+        if found or not data.strip():
+            return
+        looks = adapters.resembles(data)
+        hint = "" if looks == fmt else f"; it looks like {looks}"
+        raise IngestError(f"no messages in format {fmt}{hint}", path=shown)
 
     def _commit_file(
         self,
@@ -315,6 +394,7 @@ class Ingestor:
         session_id: str | None,
         prepared: _Prepared | None,
         format: str = adapters.AUTO,
+        no_cwd: bool = False,
     ) -> Unit[FileResult]:
         """Write one prepared file in one transaction (re-preparing if it went stale)."""
 
@@ -324,6 +404,7 @@ class Ingestor:
                 workspace, given, real, session_id, prepared, format, deltas
             )
             yield from store.apply_deltas(workspace, deltas, final=True)
+            result.no_cwd = no_cwd
             return result
 
         return Unit(work=work, workspace=workspace, write=True, context=f"ingesting {given}")
@@ -343,33 +424,94 @@ class Ingestor:
         record = yield from store.lock_file(workspace, str(real))
         if prepared is None or prepared.snapshot != record:
             prepared = self._prepare(given, real, record, session_id, format)
+        parsed = prepared.parsed
         result = FileResult(
             path=shown,
-            skipped=prepared.first_line,
             workspace=workspace,
             format=prepared.format,
             rewritten=prepared.rewrite,
+            unchanged=prepared.unchanged,
+            bad_lines=parsed.skipped_lines,
+            warnings=list(parsed.problems),
         )
+        if prepared.unchanged:
+            return result
+        source = str(real)
+        adapter = adapters.ADAPTERS[prepared.format]
         if prepared.rewrite:
-            for old in (yield from store.sessions_from_source(workspace, str(real))):
+            for old in (yield from store.sessions_from_source(workspace, source)):
                 yield from store.forget_session(workspace, old, deltas)
-        if prepared.entries:
-            inserted = yield from self._write(
+            if adapter.leaf_titles:
+                yield from store.forget_leaf_titles(workspace, source)
+        inserted_ids: set[str] = set()
+        states: dict[str, SessionState] = {}
+        if prepared.entries or parsed.titles or parsed.parents:
+            written = yield from self._write(
                 workspace,
                 prepared.entries,
                 prepared.indexed,
-                source=str(real),
+                source=source,
                 fallback_time=prepared.mtime,
                 continuing=prepared.start > 0,
                 where=shown,
-                assign_seq=prepared.format != adapters.OPENAI,
+                assign_seq=not adapter.seq_from_line,
                 deltas=deltas,
+                titles=parsed.titles,
+                parents=parsed.parents,
             )
-            result.messages = inserted
-            result.skipped += len(prepared.entries) - inserted
+            result.messages = len(written.inserted)
+            result.skipped = len(prepared.entries) - len(written.inserted)
             result.sessions = {e.session_id for e in prepared.entries}
+            inserted_ids = written.entry_ids
+            states = written.states
+        if adapter.leaf_titles and (parsed.leaf_titles or inserted_ids):
+            yield from self._resolve_leaf_titles(
+                workspace, source, parsed, inserted_ids, states, deltas
+            )
         yield from store.record_file(workspace, prepared.done)
         return result
+
+    def _resolve_leaf_titles(
+        self,
+        ws: str,
+        source: str,
+        parsed: Parsed,
+        inserted_ids: set[str],
+        states: dict[str, SessionState],
+        deltas: Deltas,
+    ) -> Work[None]:
+        """Store the file's summary titles, then title every session whose named
+        message is now stored (from this file or any other, this run or an earlier).
+
+        Of several titles for one session, the one naming its latest message wins;
+        a generated title never replaces one the user chose.
+        """
+        if parsed.leaf_titles:
+            latest = {t.leaf_uuid: t.title for t in parsed.leaf_titles}
+            yield from store.save_leaf_titles(ws, source, latest)
+        # A summary names a line's uuid: the id of the first entry of that line.
+        keys = {t.leaf_uuid for t in parsed.leaf_titles} | {i for i in inserted_ids if "#" not in i}
+        best: dict[str, tuple[int, str]] = {}
+        for sid, seq, title in (yield from store.resolve_leaf_titles(ws, sorted(keys))):
+            if sid not in best or seq >= best[sid][0]:
+                best[sid] = (seq, title)
+        if not best:
+            return
+        missing = [sid for sid in best if sid not in states]
+        if missing:
+            states = {**states, **(yield from store.lock_sessions(ws, missing, None))}
+        for sid, (seq, title) in sorted(best.items()):
+            state = states.get(sid)
+            if state is None:
+                continue
+            if state.title is not None and not (
+                state.title_auto and (state.title_leaf_seq is None or seq >= state.title_leaf_seq)
+            ):
+                continue
+            state.title, state.title_auto, state.title_leaf_seq = title, True, seq
+            changed = self._update_state(state, [], state.next_seq, deltas, force=True)
+            if changed is not None:
+                yield from store.update_session(ws, state, *changed)
 
     def ingest_file(
         self,
@@ -381,13 +523,14 @@ class Ingestor:
         format: str = adapters.AUTO,
         workspace_from_cwd: bool = False,
     ) -> FileResult:
-        """Ingest one JSON Lines file in one transaction; errors are `IngestError`.
+        """Ingest one session file in one transaction; errors are `IngestError`.
 
         `format` is one of `adapters.FORMAT_CHOICES` (``auto``: detected per file).
         With `workspace_from_cwd`, an agent log naming its working directory goes to
-        the workspace of that name; `workspace` is the fallback.
+        the workspace of that name (a worktree's to its project's); `workspace` is
+        the fallback, and the result says when it was used (`FileResult.no_cwd`).
         """
-        workspace, given, real = self.locate(
+        workspace, given, real, no_cwd = self._locate(
             path,
             workspace=workspace,
             roots=roots,
@@ -395,7 +538,7 @@ class Ingestor:
             workspace_from_cwd=workspace_from_cwd,
         )
         return self._sync_store().driver.run(
-            self._commit_file(workspace, given, real, session_id, None, format)
+            self._commit_file(workspace, given, real, session_id, None, format, no_cwd)
         )
 
     def locate(
@@ -408,13 +551,32 @@ class Ingestor:
         workspace_from_cwd: bool = False,
     ) -> tuple[str, Path, Path]:
         """`ingest_file`'s checks: the workspace, the path as given and its real path."""
+        ws, given, real, _ = self._locate(
+            path,
+            workspace=workspace,
+            roots=roots,
+            format=format,
+            workspace_from_cwd=workspace_from_cwd,
+        )
+        return ws, given, real
+
+    def _locate(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        workspace: str,
+        roots: Sequence[Path] | None,
+        format: str,
+        workspace_from_cwd: bool,
+    ) -> tuple[str, Path, Path, bool]:
         workspace = check_workspace(workspace)
         check_format(format)
         given = Path(path)
         real = confine(given, roots)
+        no_cwd = False
         if workspace_from_cwd:
-            workspace = workspace_of(real, str(given), format, workspace)
-        return workspace, given, real
+            workspace, no_cwd = workspace_of(real, str(given), format, workspace)
+        return workspace, given, real, no_cwd
 
     def prepared_file(
         self,
@@ -455,11 +617,16 @@ class Ingestor:
         report = IngestReport()
         files: list[tuple[Path, Path | IngestError]] = []
         targets: dict[Path, str] = {}
-        for path in find_jsonl(paths):
+        no_cwd: set[Path] = set()
+        for path in find_sources(paths, report.unreadable):
             try:
                 resolved = confine(path, roots)
                 if workspace_from_cwd:
-                    targets[resolved] = workspace_of(resolved, str(path), format, workspace)
+                    targets[resolved], fell_back = workspace_of(
+                        resolved, str(path), format, workspace
+                    )
+                    if fell_back:
+                        no_cwd.add(resolved)
                 files.append((path, resolved))
             except IngestError as exc:
                 files.append((path, exc))
@@ -506,6 +673,7 @@ class Ingestor:
                         deltas.merge(mine)
                     except IngestError as exc:
                         result = FileResult(path=str(given), error=exc)
+                    result.no_cwd = real in no_cwd
                     results.append(result)
                 yield from store.apply_deltas(ws, deltas, final=True)
                 return results
@@ -577,16 +745,19 @@ class Ingestor:
             if entry.session_id != session_id:
                 raise IngestError(f"message {i}: session_id differs from the append target")
             entries.append(entry)
-        work = partial(
-            self._write,
-            workspace,
-            entries,
-            source=None,
-            fallback_time=datetime.now(UTC),
-            continuing=True,
-            where=f"session {session_id}",
-            assign_seq=True,
-        )
+
+        def work() -> Work[int]:
+            written = yield from self._write(
+                workspace,
+                entries,
+                source=None,
+                fallback_time=datetime.now(UTC),
+                continuing=True,
+                where=f"session {session_id}",
+                assign_seq=True,
+            )
+            return len(written.inserted)
+
         return Unit(
             work=work if entries else partial(returning, 0),
             workspace=workspace,
@@ -608,25 +779,34 @@ class Ingestor:
         where: str,
         assign_seq: bool = False,
         deltas: Deltas | None = None,
-    ) -> Work[int]:
+        titles: dict[str, SessionTitle] | None = None,
+        parents: dict[str, str] | None = None,
+    ) -> Work[_Written]:
         """Insert entries; statistics go to `deltas`, or are applied here when None
-        (then with the transaction's last round trip)."""
-        states = yield from store.lock_sessions(ws, (e.session_id for e in entries), source)
+        (then with the transaction's last round trip).
+
+        `titles` and `parents` are what the source says of its sessions beyond their
+        entries (a title line, a sub-agent's parent).
+        """
+        titles = titles or {}
+        parents = parents or {}
+        session_ids = {e.session_id for e in entries} | set(titles) | set(parents)
+        states = yield from store.lock_sessions(ws, session_ids, source)
         for state in states.values():
             if state.message_count and state.source != source:
                 origin = state.source or "API appends"
                 # A file's entries carry their line (seq = line - 1 until assigned).
-                first = next(e for e in entries if e.session_id == state.session_id)
+                first = next((e for e in entries if e.session_id == state.session_id), None)
                 raise IngestError(
                     f"session {state.session_id!r} already holds messages from {origin}",
                     path=where,
-                    line=first.seq + 1 if source is not None else None,
+                    line=first.seq + 1 if source is not None and first is not None else None,
                 )
         turns = {sid: (s.last_turn if continuing else 0) for sid, s in states.items()}
         last_time = {sid: (s.updated_at if continuing else None) for sid, s in states.items()}
         next_seq = {sid: s.next_seq for sid, s in states.items()}
         rows: list[MessageRow] = []
-        new_fields: dict[str, tuple[str | None, str | None]] = {}
+        changed_fields: set[str] = set()
         for position, entry in enumerate(entries):
             sid = entry.session_id
             if entry.role == "user" and entry.kind == policy.USER_TEXT:
@@ -662,36 +842,55 @@ class Ingestor:
                     token_count=ix.length,
                 )
             )
-            if entry.title is not None or entry.summary is not None:
-                title, summary = new_fields.get(sid, (states[sid].title, states[sid].summary))
-                new_fields[sid] = (
-                    entry.title if entry.title is not None else title,
-                    entry.summary if entry.summary is not None else summary,
-                )
+            state = states[sid]
+            if entry.title is not None:
+                state.title, state.title_auto, state.title_leaf_seq = entry.title, False, None
+                changed_fields.add(sid)
+            if entry.summary is not None:
+                state.summary = entry.summary
+                changed_fields.add(sid)
+        for sid, title in titles.items():
+            state = states[sid]
+            if title.auto and state.title is not None and not state.title_auto:
+                continue  # a chosen title stays
+            if (state.title, state.title_auto) != (title.title, title.auto):
+                state.title, state.title_auto, state.title_leaf_seq = title.title, title.auto, None
+                changed_fields.add(sid)
+        for sid, parent in parents.items():
+            if states[sid].parent_session_id != parent:
+                states[sid].parent_session_id = parent
+                changed_fields.add(sid)
         apply_here = deltas is None
         deltas = Deltas() if deltas is None else deltas
         inserted: set[tuple[str, int]] = set()
         for i in range(0, len(rows), _BATCH_ROWS):
             inserted |= yield from store.insert_messages(ws, rows[i : i + _BATCH_ROWS], deltas)
+        entry_ids: set[str] = set()
         for sid, state in states.items():
             mine = [r for r in rows if r.session_id == sid and (sid, r.seq) in inserted]
-            changed = self._update_state(state, mine, new_fields.get(sid), next_seq[sid], deltas)
+            entry_ids.update(r.entry_id for r in mine if r.entry_id)
+            changed = self._update_state(
+                state, mine, next_seq[sid], deltas, force=sid in changed_fields
+            )
             if changed is not None:
-                tsv, field_len = changed
-                yield from store.update_session(ws, state, tsv, field_len)
+                yield from store.update_session(ws, state, *changed)
         if apply_here:
             yield from store.apply_deltas(ws, deltas, final=True)
-        return len(inserted)
+        return _Written(inserted=inserted, entry_ids=entry_ids, states=states)
 
     def _update_state(
         self,
         state: SessionState,
         rows: list[MessageRow],
-        fields: tuple[str | None, str | None] | None,
         next_seq: int,
         deltas: Deltas,
+        *,
+        force: bool = False,
     ) -> tuple[str, int] | None:
-        if not rows and fields is None and state.message_count:
+        """Fold new rows (and changed title/summary, when `force`) into the session's
+        counters and field statistics; returns its field tsvector and length to
+        store, or None when nothing changed."""
+        if not rows and not force and state.message_count:
             return None
         if rows:
             times = [r.created_at for r in rows]
@@ -700,8 +899,6 @@ class Ingestor:
             state.message_count += len(rows)
             state.last_turn = max(state.last_turn, max(r.turn for r in rows))
         state.next_seq = max(state.next_seq, next_seq)
-        if fields is not None:
-            state.title, state.summary = fields
         ix = index_session_fields(
             state.title, state.summary, max_chars=self.settings.max_indexed_chars
         )
@@ -713,3 +910,12 @@ class Ingestor:
             state.field_terms = ix.terms
             state.field_len = ix.length
         return ix.tsvector, ix.length
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """What `Ingestor._write` stored: row keys, entry ids, and the sessions it locked."""
+
+    inserted: set[tuple[str, int]]
+    entry_ids: set[str]
+    states: dict[str, SessionState]

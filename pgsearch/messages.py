@@ -118,15 +118,20 @@ def _text_of(content: Any, where: str) -> str:
 
 
 def parse_time(value: Any) -> datetime | None:
-    """ISO 8601 text or epoch seconds/milliseconds to an aware datetime (naive = UTC)."""
+    """ISO 8601 text or epoch seconds, milliseconds, microseconds or nanoseconds to an
+    aware datetime (naive = UTC)."""
     if value is None:
         return None
     if isinstance(value, bool):
         raise ValueError("'created_at' must be an ISO 8601 string or a number")
     if isinstance(value, int | float):
         seconds = float(value)
-        if seconds > 1e11:  # milliseconds
-            seconds /= 1000.0
+        # Epoch milliseconds, microseconds or nanoseconds: every unit's present-day
+        # values are far apart (seconds stay below 1e11 until the year 5138).
+        for limit, scale in ((1e17, 1e9), (1e14, 1e6), (1e11, 1e3)):
+            if abs(seconds) >= limit:
+                seconds /= scale
+                break
         try:
             return datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):

@@ -9,6 +9,7 @@ an excerpt.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Final
 
@@ -36,6 +37,21 @@ ROLES = ("user", "assistant", "tool", "system")
 TOOL_NAME_SEPARATOR: Final = ", "
 
 _ERROR_PREFIXES = ("error:", "blocked:")
+#: Programs whose exit status 1 means "nothing found", not a failure.
+SEARCH_PROGRAMS = frozenset(
+    {"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "find", "fd", "fdfind", "locate"}
+)
+#: Words that, in what such a program printed, mean it did fail.
+_FAILURE_RE = re.compile(
+    r"(?i)\b(?:error|no such file|not found|permission denied|invalid|unrecognized|usage:|"
+    r"illegal|cannot|can't|failed)\b"
+)
+#: Lines shell tools add around a command's output (Codex, Claude Code, Gemini CLI).
+_SHELL_HEADER_RE = re.compile(
+    r"(?im)^\s*(?:error:\s*)?(?:exit code:?\s*-?\d+|wall time:.*|output:|process group pgid:.*|"
+    r"command:.*|directory:.*|error: \(none\)|signal: \(none\)|background pids: \(none\))\s*$"
+)
+_COMMAND_SPLIT_RE = re.compile(r"\|\||&&|[|;\n]")
 
 
 def is_tool_error(content: str, *, marked: bool = False) -> bool:
@@ -47,6 +63,48 @@ def is_tool_error(content: str, *, marked: bool = False) -> bool:
     if head.startswith(_ERROR_PREFIXES):
         return True
     return "permission denied" in content.lower()
+
+
+def _last_program(command: str) -> tuple[str, str]:
+    """The program (and its first argument) of the last command of a command line."""
+    parts = [p.strip() for p in _COMMAND_SPLIT_RE.split(command) if p.strip()]
+    if not parts:
+        return "", ""
+    words = parts[-1].split()
+    while words and ("=" in words[0] or words[0] in ("sudo", "command", "time", "exec", "env")):
+        words.pop(0)
+    if not words:
+        return "", ""
+    program = words[0].rsplit("/", 1)[-1]
+    return program, words[1] if len(words) > 1 else ""
+
+
+def is_search_miss(command: str | None, exit_code: int | None, output: str) -> bool:
+    """Whether a shell tool "failed" only because a search program found nothing.
+
+    ``grep``, ``rg``, ``find`` and the like exit with status 1 when nothing matched;
+    a source that marks every non-zero exit as failed would make each of those a
+    tool error. It is one when the program printed anything that reads as a failure.
+    """
+    if exit_code != 1 or not command:
+        return False
+    program, first = _last_program(command)
+    if program == "git" and first == "grep":
+        program = "grep"
+    if program not in SEARCH_PROGRAMS:
+        return False
+    rest = _SHELL_HEADER_RE.sub("", output)
+    return not _FAILURE_RE.search(rest)
+
+
+def tool_result_kind(
+    output: str, *, marked: bool = False, command: str | None = None, exit_code: int | None = None
+) -> str:
+    """`TOOL_ERROR` or `TOOL_OUTPUT` for a tool result: `is_tool_error`, except that a
+    search program that found nothing (`is_search_miss`) is not an error."""
+    if is_search_miss(command, exit_code, output):
+        return TOOL_OUTPUT
+    return TOOL_ERROR if is_tool_error(output, marked=marked) else TOOL_OUTPUT
 
 
 def scrub_secrets(text: str) -> str:

@@ -28,6 +28,8 @@ class StoredMessage:
     #: The session's title and summary, when the read joins them (search pages).
     title: str | None = None
     summary: str | None = None
+    #: The session that started this one (a sub-agent's), when the read joins it.
+    parent_session_id: str | None = None
 
 
 #: How a vocabulary term was found for a query word.

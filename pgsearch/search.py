@@ -269,6 +269,7 @@ def materialise(
                 created_at=m.created_at,
                 score=hit.score,
                 title=clip(policy.scrub_secrets(m.title), MAX_TITLE_BYTES) if m.title else None,
+                parent_session_id=m.parent_session_id,
             )
         )
     return matches
@@ -317,7 +318,7 @@ def candidate_tsquery(plan: CandidatePlan) -> str:
 
 def _stored_message(row: Sequence[Any]) -> StoredMessage:
     sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments, *fields = row
-    title, summary = fields or (None, None)
+    title, summary, parent = (*fields, None, None, None)[:3]
     return StoredMessage(
         session_id=sid,
         seq=seq,
@@ -331,6 +332,7 @@ def _stored_message(row: Sequence[Any]) -> StoredMessage:
         arguments=arguments,
         title=title,
         summary=summary,
+        parent_session_id=parent,
     )
 
 

@@ -85,7 +85,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
                 "query": {
                     "type": "string",
                     "maxLength": Settings().max_query_chars,
-                    "description": "Words to look for; empty lists the newest entries.",
+                    "description": "Words to look for; empty or absent lists the newest entries.",
                 },
                 "kinds": {
                     "type": "array",
@@ -121,9 +121,8 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
                 "limit": {
                     "type": "integer",
                     "minimum": 1,
-                    "maximum": MAX_LIMIT,
                     "default": DEFAULT_LIMIT,
-                    "description": "Matches per page.",
+                    "description": "Matches per page (at most 50; a larger limit is capped).",
                 },
                 "per_session": {
                     "type": "boolean",
@@ -142,7 +141,6 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
                     "description": "The cursor a previous page returned, to get the next page.",
                 },
             },
-            "required": ["query"],
             "additionalProperties": False,
         },
     ),
@@ -200,9 +198,8 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
                 "limit": {
                     "type": "integer",
                     "minimum": 1,
-                    "maximum": MAX_WINDOW,
                     "default": MAX_WINDOW,
-                    "description": "Messages per page.",
+                    "description": "Messages per page (at most 16; a larger limit is capped).",
                 },
             },
             "required": ["session_id"],
@@ -211,6 +208,9 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     ),
 )
 _SPECS = {spec.name: spec for spec in TOOL_SPECS}
+#: The most a ``limit`` can ask per tool: a larger one is capped (and the result says
+#: so), as the API and the CLI cap it, rather than refused.
+LIMIT_CAPS = {SEARCH: MAX_LIMIT, MESSAGES: MAX_WINDOW}
 
 
 def tool_definitions(fmt: str = "mcp") -> list[dict[str, Any]]:
@@ -352,7 +352,7 @@ def check_arguments(name: str, arguments: Mapping[str, Any], scope: Scope) -> di
         raise ToolArgumentError(
             f"unknown argument {unknown[0]!r} for {name} (allowed: {', '.join(properties)})"
         )
-    for required in schema["required"]:
+    for required in schema.get("required", ()):
         if args.get(required) is None:
             raise ToolArgumentError(f"missing required argument {required!r} for {name}")
     checked: dict[str, Any] = {}
@@ -365,6 +365,9 @@ def check_arguments(name: str, arguments: Mapping[str, Any], scope: Scope) -> di
         checked[key] = _check_value(key, value, prop)
         if prop.get("format") == "date-time":
             checked[key] = _date_time(key, value)
+    cap = LIMIT_CAPS.get(name)
+    if cap is not None and checked.get("limit", 0) > cap:
+        checked["limit"] = cap
     session = checked.get("session_id")
     if session is not None and scope.session_id is not None and session != scope.session_id:
         raise ScopeError(
@@ -417,13 +420,22 @@ class ToolOutput:
 def run_tool(
     provider: ScopedProvider, name: str, arguments: str | bytes | Mapping[str, Any] | None
 ) -> ToolOutput:
-    """Run one tool call; every failure becomes an ``error: ...`` output, never a raise."""
+    """Run one tool call; every failure becomes an ``error: ...`` output, never a raise.
+
+    A ``limit`` above the tool's cap is capped, and the result says so (in the text
+    and as ``limit_capped`` in the data).
+    """
     try:
-        args = check_arguments(name, parse_arguments(arguments), provider.scope)
+        raw = parse_arguments(arguments)
+        args = check_arguments(name, raw, provider.scope)
+        note, capped = _capped(raw, args)
         if name == SEARCH:
             request = search_request(args)
             result = provider.search(request)
-            return ToolOutput(text=render_search(result, args), data=result.to_json())
+            data = result.to_json()
+            if capped:
+                data["limit_capped"] = capped
+            return ToolOutput(text=render_search(result, args, note=note), data=data)
         if name == AROUND:
             window = provider.around(
                 args["session_id"], args["seq"], before=args["before"], after=args["after"]
@@ -432,7 +444,10 @@ def run_tool(
         window = provider.session_messages(
             args["session_id"], start_seq=args["start_seq"], limit=args["limit"]
         )
-        return ToolOutput(text=render_window(window, tool=MESSAGES), data=window.to_json())
+        data = window.to_json()
+        if capped:
+            data["limit_capped"] = capped
+        return ToolOutput(text=render_window(window, tool=MESSAGES, note=note), data=data)
     except PgSearchError as exc:
         return ToolOutput(text=f"error: {exc}", is_error=True)
     except Exception as exc:  # a host must never see a tool crash
@@ -460,10 +475,28 @@ def _cap(text: str, hint: str) -> str:
     return truncate_bytes(text, max(room, 0)) + note + hint
 
 
-def render_search(result: SessionQueryResult, args: Mapping[str, Any]) -> str:
+def _capped(raw: Mapping[str, Any], args: Mapping[str, Any]) -> tuple[str | None, dict[str, int]]:
+    """A note, and its data, when the ``limit`` asked for was capped."""
+    asked = raw.get("limit")
+    if isinstance(asked, float) and asked.is_integer():
+        asked = int(asked)
+    if not isinstance(asked, int) or isinstance(asked, bool) or asked <= args.get("limit", asked):
+        return None, {}
+    used = int(args["limit"])
+    return (
+        f"Note: limit {asked} was capped at {used}, the most per page.",
+        {"requested": asked, "limit": used},
+    )
+
+
+def render_search(
+    result: SessionQueryResult, args: Mapping[str, Any], *, note: str | None = None
+) -> str:
     """A search result as compact text, ending with a hint for the next call."""
     if not result.matches:
         lines = [f"No matches ({result.searched} entries searched)."]
+        if note:
+            lines.append(note)
         if result.notice:
             lines.append(result.notice)
         if result.searched == 0:
@@ -481,11 +514,14 @@ def render_search(result: SessionQueryResult, args: Mapping[str, Any]) -> str:
         + ("; candidate cap reached, narrow the query for more" if result.candidates_capped else "")
         + "."
     ]
+    if note:
+        lines.append(note)
     for i, m in enumerate(result.matches, 1):
         tool = f" tool={m.tool_name}" if m.tool_name else ""
         title = f' title="{m.title}"' if m.title else ""
+        parent = f" parent_session_id={m.parent_session_id}" if m.parent_session_id else ""
         lines.append(
-            f"[{i}] session_id={m.session_id} seq={m.seq} {m.kind} role={m.role}{tool} "
+            f"[{i}] session_id={m.session_id}{parent} seq={m.seq} {m.kind} role={m.role}{tool} "
             f"turn={m.turn} at={_when(m.created_at)}{title}"
         )
         lines.append("    " + m.excerpt.replace("\n", " "))
@@ -508,7 +544,7 @@ def _message_header(m: Any) -> str:
     return f"{mark} seq={m.seq} {m.kind} role={m.role}{tool} turn={m.turn} at={_when(m.created_at)}"
 
 
-def render_window(window: Window, *, tool: str) -> str:
+def render_window(window: Window, *, tool: str, note: str | None = None) -> str:
     """A window or page of messages as compact text, ending with a hint."""
     msgs = window.messages
     if tool == AROUND:
@@ -531,6 +567,8 @@ def render_window(window: Window, *, tool: str) -> str:
             )
         else:
             hint = "End of session."
+    if note:
+        head = f"{head}\n{note}"
     headers = [_message_header(m) for m in msgs]
     fixed = utf8_len(head) + utf8_len(hint) + sum(utf8_len(h) + 8 for h in headers) + 64
     per_message = max((MAX_RESULT_BYTES - fixed) // max(len(msgs), 1), 64)

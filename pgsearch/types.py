@@ -80,6 +80,8 @@ class SessionMatch:
     created_at: datetime
     score: float
     title: str | None
+    #: For a sub-agent's session, the session that started it; else None.
+    parent_session_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -123,6 +125,8 @@ class SessionInfo:
     created_at: datetime | None
     updated_at: datetime | None
     source: str | None
+    #: For a sub-agent's session, the session that started it.
+    parent_session_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -132,6 +136,7 @@ class SessionInfo:
             "created_at": self.created_at.isoformat() if self.created_at else None,
             "updated_at": self.updated_at.isoformat() if self.updated_at else None,
             "source": self.source,
+            "parent_session_id": self.parent_session_id,
         }
 
 

@@ -2,9 +2,10 @@
 
 Polling, not filesystem events: it needs no extra dependency, works the same on
 every platform and on network filesystems, and a session log that changes every
-few seconds needs nothing faster. Each poll lists the ``*.jsonl`` files under the
-watched paths and re-ingests those whose size, modification time or inode changed
-since the last poll. Ingest itself reads only what was appended (the file's
+few seconds needs nothing faster. Each poll lists the session files under the
+watched paths (`pgsearch.sources.find_sources`: every format pgsearch reads) and
+re-ingests those whose size, modification time or inode changed since the last
+poll. Ingest itself reads only what was appended (the file's
 recorded prefix digest still matches) and detects a rewritten file (it does not),
 so a poll over an unchanged tree costs one ``stat`` per file and no database work.
 
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from pgsearch.errors import IngestError
+from pgsearch.sources import find_sources
 
 if TYPE_CHECKING:
     from pgsearch.ingest import FileResult
@@ -57,15 +59,8 @@ class WatchStats:
 
 
 def scan(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """``*.jsonl`` files named or found under `paths`; paths that vanished are skipped."""
-    found: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
-        elif path.is_file():
-            found.append(path)
-    return found
+    """Session files named or found under `paths`; paths that vanished are skipped."""
+    return [p for p in find_sources(Path(raw) for raw in paths) if p.is_file()]
 
 
 class Watcher:

@@ -1,68 +1,267 @@
 """Log formats pgsearch ingests, and which one a file is in.
 
 ``openai`` is pgsearch's own JSON Lines format (`pgsearch.messages`), one message
-per line with ``seq`` = line number. The agent-log formats (``claude-code``,
-``codex``) can turn one line into several entries (one per content block) or none
-(bookkeeping lines), so their entries get consecutive ``seq`` numbers per session
-in file order instead, and a file that grows continues where the session stopped.
+per line with ``seq`` = line number, read under the strict line policy. The
+agent-log formats (``claude-code``, ``codex``, ``gemini``, ``opencode``) can turn
+one line into several entries (one per content block) or none (bookkeeping
+lines), so their entries get consecutive ``seq`` numbers per session in file
+order instead, a file that grows continues where the session stopped, and their
+lines are read under the lenient line policy (`pgsearch.adapters.common`).
+
+Line formats are read on from where the last pass stopped; document formats (a
+Gemini CLI session document or saved chat, an OpenCode session) are read whole
+whenever they change.
 
 Every adapter is pure: it gets the file's bytes and the offset where the unread
-lines start, and returns entries; the ingestor owns transactions and offsets.
+lines start, and returns what it read (`Parsed`); the ingestor owns transactions
+and offsets. A file in none of these formats is refused with the list of formats
+pgsearch reads and, when it can tell, the program the file came from.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any, Protocol
 
-from pgsearch.adapters import claude_code, codex
-from pgsearch.adapters.common import FileHeader, head_objects
-from pgsearch.errors import ConfigError
-from pgsearch.messages import Entry
+from pgsearch.adapters import claude_code, codex, gemini, openai, opencode
+from pgsearch.adapters.common import FileHeader, LeafTitle, Parsed, SessionTitle, head_objects
+from pgsearch.errors import ConfigError, IngestError
 
 AUTO = "auto"
-OPENAI = "openai"
+OPENAI = openai.NAME
 CLAUDE_CODE = claude_code.NAME
 CODEX = codex.NAME
-FORMATS = (OPENAI, CLAUDE_CODE, CODEX)
+GEMINI = gemini.NAME
+OPENCODE = opencode.NAME
+FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE)
 #: Choices of ``pgsearch ingest --format``.
 FORMAT_CHOICES = (AUTO, *FORMATS)
 #: Lines looked at to recognise a file's format.
 DETECT_LINES = 20
+#: The largest file whose whole text is decoded to recognise a JSON document.
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 
-@dataclass(frozen=True)
+class HeaderFn(Protocol):
+    def __call__(
+        self, data: bytes, *, default_session: str, path: PurePath | None = ...
+    ) -> FileHeader: ...
+
+
+class ParseFn(Protocol):
+    def __call__(
+        self, data: bytes, start: int, first_line: int, *, path: str, header: FileHeader
+    ) -> Parsed: ...
+
+
+@dataclass(frozen=True, kw_only=True)
 class Adapter:
     name: str
-    header: Callable[..., FileHeader]
-    parse: Callable[..., list[Entry]]
+    #: The mapping's version: a file recorded with another is read again whole.
+    version: int
+    header: HeaderFn
+    parse: ParseFn
+    #: ``seq`` is the line number (pgsearch's format) rather than assigned per session.
+    seq_from_line: bool = False
+    #: Whether a file is a document, read whole on every change (else lines, read on).
+    is_document: Callable[[bytes], bool] = lambda data: False
+    #: Whether the format names sessions through another session's messages
+    #: (`LeafTitle`), which the ingestor resolves.
+    leaf_titles: bool = False
+
+    @property
+    def parser(self) -> str:
+        """What `ingested_files.parser` records: ``name/version``."""
+        return f"{self.name}/{self.version}"
 
 
 ADAPTERS = {
-    CLAUDE_CODE: Adapter(CLAUDE_CODE, claude_code.header, claude_code.parse),
-    CODEX: Adapter(CODEX, codex.header, codex.parse),
+    OPENAI: Adapter(
+        name=OPENAI,
+        version=openai.VERSION,
+        header=openai.header,
+        parse=openai.parse,
+        seq_from_line=True,
+    ),
+    CLAUDE_CODE: Adapter(
+        name=CLAUDE_CODE,
+        version=claude_code.VERSION,
+        header=claude_code.header,
+        parse=claude_code.parse,
+        leaf_titles=True,
+    ),
+    CODEX: Adapter(name=CODEX, version=codex.VERSION, header=codex.header, parse=codex.parse),
+    GEMINI: Adapter(
+        name=GEMINI,
+        version=gemini.VERSION,
+        header=gemini.header,
+        parse=gemini.parse,
+        is_document=gemini.is_document,
+    ),
+    OPENCODE: Adapter(
+        name=OPENCODE,
+        version=opencode.VERSION,
+        header=opencode.header,
+        parse=opencode.parse,
+        is_document=lambda data: True,
+    ),
 }
 
 
-def detect_format(data: bytes) -> str:
-    """The format of a file from its first lines; ``openai`` when nothing else fits."""
-    for obj in head_objects(data, DETECT_LINES):
-        if codex.looks_like(obj):
-            return CODEX
-        if claude_code.looks_like(obj):
-            return CLAUDE_CODE
-        if "role" in obj:
-            return OPENAI
+# --- files from programs pgsearch does not read: said so, by name ------------------
+
+
+def _is(obj: dict[str, Any], *keys: str) -> bool:
+    return all(k in obj for k in keys)
+
+
+#: (what the file is, test on one decoded line).
+_RESEMBLES: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
+    (
+        "a GitHub Copilot CLI session (events.jsonl)",
+        lambda o: (
+            isinstance(o.get("type"), str)
+            and o["type"].split(".")[0] in ("session", "user", "assistant", "tool")
+            and "." in o["type"]
+            and "data" in o
+        ),
+    ),
+    (
+        "a Pi coding agent session",
+        lambda o: (
+            (o.get("type") == "session" and _is(o, "id", "cwd"))
+            or (
+                o.get("type") == "message"
+                and isinstance(o.get("message"), dict)
+                and o["message"].get("role") in ("user", "assistant", "toolResult")
+            )
+        ),
+    ),
+    (
+        "a Kimi CLI context file",
+        lambda o: isinstance(o.get("role"), str) and o["role"].startswith("_"),
+    ),
+    (
+        "Claude Code's prompt history (~/.claude/history.jsonl), not a session; "
+        "sessions are under ~/.claude/projects",
+        lambda o: _is(o, "display", "timestamp") and "role" not in o,
+    ),
+    (
+        "Codex CLI's prompt history (~/.codex/history.jsonl), not a session; "
+        "sessions are under ~/.codex/sessions",
+        lambda o: _is(o, "session_id", "ts", "text"),
+    ),
+    (
+        "one OpenCode message or part file; ingest the session file "
+        "(storage/session/<project>/<id>.json) or the storage directory",
+        lambda o: _is(o, "sessionID") and ("messageID" in o or "role" in o),
+    ),
+    (
+        "Gemini CLI's prompt log (logs.json), not a session; sessions are in chats/",
+        lambda o: _is(o, "sessionId", "messageId", "type", "message"),
+    ),
+)
+
+
+def _resembles(objects: list[Any]) -> str | None:
+    for obj in objects:
+        if isinstance(obj, dict):
+            for what, test in _RESEMBLES:
+                if test(obj):
+                    return what
+    return None
+
+
+def _known() -> str:
+    return "pgsearch reads openai (its own JSON Lines), claude-code, codex, gemini and opencode"
+
+
+def _document(data: bytes) -> Any:
+    if len(data) > MAX_DOCUMENT_BYTES or data.lstrip()[:1] not in (b"{", b"["):
+        return None
+    try:
+        return json.loads(data.decode("utf-8-sig"))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _line_format(obj: dict[str, Any]) -> str | None:
+    if codex.looks_like(obj):
+        return CODEX
+    if claude_code.looks_like(obj):
+        return CLAUDE_CODE
+    if gemini.looks_like_line(obj):
+        return GEMINI
+    if opencode.looks_like_document(obj):
+        return OPENCODE
+    if "role" in obj and not _resembles([obj]):
+        return OPENAI
+    return None
+
+
+def detect_format(data: bytes, *, path: str | None = None) -> str:
+    """The format of a file from its first lines (or, for a JSON document, all of it).
+
+    ``openai`` when nothing else fits and no line names another program; a file
+    that does resemble another program's files is an `IngestError` saying which
+    formats pgsearch reads and what the file looks like.
+    """
+    heads = list(head_objects(data, DETECT_LINES))
+    for obj in heads:
+        fmt = _line_format(obj)
+        if fmt is not None:
+            return fmt
+    if not heads:
+        doc = _document(data)
+        if doc is not None:
+            if gemini.looks_like_document(doc):
+                return GEMINI
+            if opencode.looks_like_document(doc):
+                return OPENCODE
+            heads = [doc] if isinstance(doc, dict) else list(doc[:DETECT_LINES])
+    what = _resembles(heads)
+    if what is not None:
+        raise IngestError(
+            f"not a format pgsearch reads: this looks like {what}; {_known()}", path=path
+        )
+    if not heads and data.lstrip().startswith((b"#", b">")):
+        raise IngestError(
+            f"not a format pgsearch reads (Markdown or text, e.g. an Aider chat history); "
+            f"{_known()}",
+            path=path,
+        )
     return OPENAI
 
 
-def resolve_format(fmt: str, data: bytes) -> str:
+def resembles(data: bytes) -> str:
+    """What a file looks like, for an error: a pgsearch format or another program's."""
+    try:
+        fmt = detect_format(data)
+    except IngestError as exc:
+        return exc.reason.split("this looks like ", 1)[-1].split(";", 1)[0]
+    heads = list(head_objects(data, DETECT_LINES))
+    if fmt == OPENAI and not any("role" in h for h in heads):
+        if not heads and not data.strip():
+            return "an empty file"
+        return "none of them"
+    return fmt
+
+
+def resolve_format(fmt: str, data: bytes, *, path: str | None = None) -> str:
     """`fmt`, or the detected format when it is ``auto``."""
     if fmt == AUTO:
-        return detect_format(data)
+        return detect_format(data, path=path)
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; use one of {', '.join(FORMAT_CHOICES)}")
     return fmt
+
+
+def known_formats() -> str:
+    """The sentence naming every format pgsearch reads."""
+    return _known()
 
 
 __all__ = [
@@ -72,9 +271,16 @@ __all__ = [
     "CODEX",
     "FORMATS",
     "FORMAT_CHOICES",
+    "GEMINI",
     "OPENAI",
+    "OPENCODE",
     "Adapter",
     "FileHeader",
+    "LeafTitle",
+    "Parsed",
+    "SessionTitle",
     "detect_format",
+    "known_formats",
+    "resembles",
     "resolve_format",
 ]

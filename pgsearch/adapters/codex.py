@@ -10,14 +10,17 @@ in ``response_item`` lines, mapped as follows:
 - ``function_call``, ``custom_tool_call``, ``local_shell_call``, ``web_search_call``
   -> ``tool_input`` with the tool name (arguments stored, indexed only by policy);
 - ``function_call_output`` / ``custom_tool_call_output`` -> ``tool_output``, or
-  ``tool_error`` when Codex marked it failed (``success: false``) or the text reads
-  as an error, named after the call it answers;
+  ``tool_error`` when Codex marked it failed (``success: false``, a non-zero exit
+  code) or the text reads as an error, named after the call it answers; a search
+  program (``grep``, ``rg``, ``find``) that exited 1 because it found nothing is
+  not an error;
 - ``compacted`` (a compaction summary) -> ``summary``.
 
 ``event_msg`` lines repeat the same conversation for the terminal UI and
 ``turn_context`` lines hold settings, so both are skipped, as are ``reasoning``
 items (usually encrypted). Older rollouts without the envelope (a bare
 ``{"id", "timestamp", "instructions"}`` first line, then bare items) are read too.
+Lines are read under the lenient line policy (`pgsearch.adapters.common`).
 """
 
 from __future__ import annotations
@@ -30,18 +33,25 @@ from typing import Any
 from pgsearch import policy
 from pgsearch.adapters.common import (
     FileHeader,
-    ToolNames,
+    Parsed,
+    ToolCall,
+    ToolCalls,
     arguments_json,
+    exit_code_in,
     head_objects,
     ident,
-    json_lines,
+    name_of,
+    quiet_time,
+    read_lines,
+    shell_command,
     text,
     timestamp,
 )
-from pgsearch.errors import IngestError
 from pgsearch.messages import Entry
 
 NAME = "codex"
+#: Bumped when the mapping changes: files read by an older mapping are read again.
+VERSION = 2
 ENVELOPE_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
@@ -70,12 +80,13 @@ _INJECTED_PREFIXES = (
     "<turn_aborted>",
 )
 _EXIT_RE = re.compile(r"Exit code: (-?\d+)\b")
+_SHELL_CALLS = frozenset({"shell", "local_shell", "exec_command", "shell_command"})
 _UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 
 
 def looks_like(obj: dict[str, Any]) -> bool:
     """Whether a decoded line is a Codex rollout line (with or without envelope)."""
-    if obj.get("type") in ENVELOPE_TYPES and isinstance(obj.get("payload"), dict):
+    if name_of(obj.get("type")) in ENVELOPE_TYPES and isinstance(obj.get("payload"), dict):
         return True
     if "role" not in obj and "id" in obj and "timestamp" in obj and "instructions" in obj:
         return True  # the first line of an older rollout
@@ -91,18 +102,15 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def header(data: bytes, *, default_session: str) -> FileHeader:
+def header(data: bytes, *, default_session: str, path: PurePath | None = None) -> FileHeader:
     """Session id and working directory from ``session_meta`` (else the file name)."""
     for obj in head_objects(data):
         meta = _meta(obj)
         if meta is None:
             continue
-        started = None
-        if isinstance(meta.get("timestamp"), str):
-            try:
-                started = timestamp(meta["timestamp"], path="", line=0)
-            except IngestError:
-                started = None
+        started = (
+            quiet_time(meta.get("timestamp")) if isinstance(meta.get("timestamp"), str) else None
+        )
         cwd = text(meta.get("cwd")) or None
         sid = ident(meta.get("id")) or _session_from_name(default_session)
         return FileHeader(session_id=sid, cwd=cwd, started_at=started)
@@ -116,14 +124,23 @@ def _session_from_name(stem: str) -> str:
     return match.group(0) if match else name
 
 
-def _tool_name_in(line: Any, call_id: str) -> str | None:
+def _tool_call_in(line: Any, call_id: str) -> ToolCall | None:
     if not isinstance(line, dict):
         return None
     payload = line.get("payload")
     item: dict[str, Any] = payload if isinstance(payload, dict) else line
-    if item.get("call_id") == call_id and item.get("type") in _CALLS:
-        return _call_name(item)
+    if item.get("call_id") == call_id and name_of(item.get("type")) in _CALLS:
+        return _call(item)
     return None
+
+
+def _call(item: dict[str, Any]) -> ToolCall:
+    name = _call_name(item)
+    command = None
+    if name in _SHELL_CALLS:
+        args = item.get("action") if item.get("type") == "local_shell_call" else None
+        command = shell_command(args if args is not None else item.get("arguments"))
+    return ToolCall(name, command)
 
 
 def _call_name(item: dict[str, Any]) -> str:
@@ -179,59 +196,56 @@ def _output(value: Any) -> tuple[str, bool, dict[str, Any]]:
     return body, bool(extra.get("exit_code")), extra
 
 
-def parse(
-    data: bytes, start: int, end: int, first_line: int, *, path: str, header: FileHeader
-) -> list[Entry]:
-    """Entries of the complete lines in ``data[start:end]``."""
+def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHeader) -> Parsed:
+    """Entries of the lines of ``data[start:]``, under the lenient line policy."""
     sid = header.session_id
-    tools = ToolNames(data, start, _tool_name_in)
-    entries: list[Entry] = []
-    for lineno, obj in json_lines(data, start, end, first_line, path=path):
-        if not isinstance(obj, dict):
-            raise IngestError(
-                f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno
-            )
+    tools = ToolCalls(data, start, _tool_call_in)
+    parsed = Parsed()
+
+    def handle(lineno: int, obj: dict[str, Any]) -> list[Entry] | None:
+        kind = name_of(obj.get("type"))
+        if looks_like(obj) or kind in ITEM_TYPES:
+            parsed.recognised += 1
         created = timestamp(obj.get("timestamp"), path=path, line=lineno)
-        kind = obj.get("type")
         if kind in ENVELOPE_TYPES:
             payload = obj.get("payload")
             if not isinstance(payload, dict):
-                continue
+                return None
             if kind == "compacted":
                 summary = text(payload.get("message")).strip()
-                if summary:
-                    entries.append(
-                        Entry(
-                            session_id=sid,
-                            seq=lineno - 1,
-                            role="system",
-                            kind=policy.SUMMARY,
-                            content=summary,
-                            created_at=created,
-                            summary=summary,
-                            extra={"line": lineno},
-                        )
+                if not summary:
+                    return None
+                return [
+                    Entry(
+                        session_id=sid,
+                        seq=lineno - 1,
+                        role="system",
+                        kind=policy.SUMMARY,
+                        content=summary,
+                        created_at=created,
+                        summary=summary,
+                        extra={"line": lineno},
                     )
-                continue
+                ]
             if kind != "response_item":
-                continue
+                return None
             item = payload
         elif kind in ITEM_TYPES:
             item = obj  # an older rollout: bare response items
-            if created is None and not entries:
+            if created is None and not parsed.entries:
                 created = header.started_at
         else:
-            continue
+            return None
         entry = _item_entry(item, sid, lineno, created, tools)
-        if entry is not None:
-            entries.append(entry)
-    return entries
+        return [entry] if entry is not None else None
+
+    return read_lines(data, start, first_line, path=path, parsed=parsed, handle=handle)
 
 
 def _item_entry(
-    item: dict[str, Any], sid: str, lineno: int, created: Any, tools: ToolNames
+    item: dict[str, Any], sid: str, lineno: int, created: Any, tools: ToolCalls
 ) -> Entry | None:
-    itype = item.get("type")
+    itype = name_of(item.get("type"))
     extra: dict[str, Any] = {"line": lineno}
     call_id = ident(item.get("call_id"))
     if call_id:
@@ -251,8 +265,9 @@ def _item_entry(
             if isinstance(source_role, str):
                 extra["source_role"] = text(source_role)
     elif itype in _CALLS:
-        tool_name = _call_name(item)
-        tools.add(call_id, tool_name)
+        call = _call(item)
+        tool_name = call.name
+        tools.add(call_id, call)
         if itype == "function_call":
             args = arguments_json(item.get("arguments"))
         elif itype == "custom_tool_call":
@@ -263,9 +278,18 @@ def _item_entry(
     elif itype in _OUTPUTS:
         content, failed, more = _output(item.get("output"))
         extra.update(more)
-        error = policy.is_tool_error(content, marked=failed)
-        role, kind = "tool", policy.TOOL_ERROR if error else policy.TOOL_OUTPUT
-        tool_name = tools.get(call_id)
+        answered = tools.get(call_id)
+        code = more.get("exit_code")
+        role, kind = (
+            "tool",
+            policy.tool_result_kind(
+                content,
+                marked=failed,
+                command=answered.command if answered else None,
+                exit_code=code if isinstance(code, int) else exit_code_in(content),
+            ),
+        )
+        tool_name = answered.name if answered else None
     else:
         return None
     return Entry(

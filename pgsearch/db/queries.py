@@ -23,21 +23,21 @@ SELECT pg_advisory_xact_lock(hashtextextended(%(ws)s || chr(31) || %(path)s, 726
 """
 
 LOCK_FILE = """
-SELECT size, lines, digest FROM ingested_files
+SELECT size, lines, digest, parser FROM ingested_files
 WHERE workspace_id = %(ws)s AND path = %(path)s FOR UPDATE
 """
 
 FILE_RECORDS = """
-SELECT path, size, lines, digest FROM ingested_files
+SELECT path, size, lines, digest, parser FROM ingested_files
 WHERE workspace_id = %(ws)s AND path = ANY(%(paths)s::text[])
 """
 
 RECORD_FILE = """
-INSERT INTO ingested_files (workspace_id, path, size, lines, digest, updated_at)
-VALUES (%(ws)s, %(path)s, %(size)s, %(lines)s, %(digest)s, now())
+INSERT INTO ingested_files (workspace_id, path, size, lines, digest, parser, updated_at)
+VALUES (%(ws)s, %(path)s, %(size)s, %(lines)s, %(digest)s, %(parser)s, now())
 ON CONFLICT (workspace_id, path) DO UPDATE
 SET size = EXCLUDED.size, lines = EXCLUDED.lines, digest = EXCLUDED.digest,
-    updated_at = EXCLUDED.updated_at
+    parser = EXCLUDED.parser, updated_at = EXCLUDED.updated_at
 """
 
 ENSURE_SESSIONS = """
@@ -48,7 +48,8 @@ ON CONFLICT (workspace_id, session_id) DO NOTHING
 
 LOCK_SESSIONS = """
 SELECT session_id, source, title, summary, next_seq, last_turn, message_count,
-       created_at, updated_at, tsvector_to_array(tsv), field_len
+       created_at, updated_at, tsvector_to_array(tsv), field_len, parent_session_id,
+       title_auto, title_leaf_seq
 FROM sessions
 WHERE workspace_id = %(ws)s AND session_id = ANY(%(ids)s::text[])
 ORDER BY session_id
@@ -128,8 +129,47 @@ UPDATE_SESSION = """
 UPDATE sessions SET title = %(title)s, summary = %(summary)s, source = %(source)s,
        created_at = %(created_at)s, updated_at = %(updated_at)s,
        message_count = %(message_count)s, next_seq = %(next_seq)s, last_turn = %(last_turn)s,
-       tsv = %(tsv)s::tsvector, field_len = %(field_len)s
+       tsv = %(tsv)s::tsvector, field_len = %(field_len)s, parent_session_id = %(parent)s,
+       title_auto = %(title_auto)s, title_leaf_seq = %(title_leaf_seq)s
 WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+"""
+
+# A title naming its session through the entry id of one of its messages (a Claude
+# Code summary's leafUuid); a changed title is resolved again.
+SAVE_LEAF_TITLES = """
+INSERT INTO leaf_titles AS t (workspace_id, leaf_uuid, title, source)
+SELECT %(ws)s, u.leaf, u.title, %(source)s
+FROM unnest(%(leaves)s::text[], %(titles)s::text[]) AS u(leaf, title)
+ORDER BY u.leaf
+ON CONFLICT (workspace_id, leaf_uuid) DO UPDATE
+SET title = EXCLUDED.title, source = EXCLUDED.source,
+    session_id = CASE WHEN t.title = EXCLUDED.title THEN t.session_id END,
+    leaf_seq = CASE WHEN t.title = EXCLUDED.title THEN t.leaf_seq END
+"""
+
+# Waiting titles among the keys whose message is stored now: driven by the (small)
+# title table, each message found through messages_entry_idx; of several copies of
+# one message (a resumed session repeats the last ones), the first session by id.
+RESOLVE_LEAF_TITLES = """
+UPDATE leaf_titles t SET session_id = m.session_id, leaf_seq = m.seq
+FROM leaf_titles p
+CROSS JOIN LATERAL (
+    SELECT x.session_id, x.seq FROM messages x
+    WHERE x.workspace_id = %(ws)s AND x.entry_id = p.leaf_uuid
+    ORDER BY x.session_id, x.seq LIMIT 1
+) m
+WHERE p.workspace_id = %(ws)s AND p.leaf_uuid = ANY(%(keys)s::text[]) AND p.session_id IS NULL
+  AND t.workspace_id = %(ws)s AND t.leaf_uuid = p.leaf_uuid
+RETURNING t.session_id, t.leaf_seq, t.title
+"""
+
+UNRESOLVE_LEAF_TITLES = """
+UPDATE leaf_titles SET session_id = NULL, leaf_seq = NULL
+WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+"""
+
+FORGET_LEAF_TITLES = """
+DELETE FROM leaf_titles WHERE workspace_id = %(ws)s AND source = %(source)s
 """
 
 # The planner's row estimate for messages (-1 before its first ANALYZE).
@@ -195,12 +235,13 @@ FORGET_WORKSPACE: tuple[LiteralString, ...] = (
     "DELETE FROM vocabulary WHERE workspace_id = %(ws)s",
     "DELETE FROM workspace_stats WHERE workspace_id = %(ws)s",
     "DELETE FROM ingested_files WHERE workspace_id = %(ws)s",
+    "DELETE FROM leaf_titles WHERE workspace_id = %(ws)s",
 )
 
 # --- reading ------------------------------------------------------------------------
 
 LIST_SESSIONS = """
-SELECT session_id, title, message_count, created_at, updated_at, source
+SELECT session_id, title, message_count, created_at, updated_at, source, parent_session_id
 FROM sessions WHERE workspace_id = %(ws)s
 ORDER BY updated_at DESC NULLS LAST, session_id
 LIMIT %(limit)s OFFSET %(offset)s
@@ -219,7 +260,14 @@ SELECT (SELECT count(*) FROM sessions WHERE workspace_id = %(ws)s),
 """
 
 #: Tables holding tenant rows (all keyed by workspace_id first).
-TENANT_TABLES = ("workspace_stats", "sessions", "messages", "vocabulary", "ingested_files")
+TENANT_TABLES = (
+    "workspace_stats",
+    "sessions",
+    "messages",
+    "vocabulary",
+    "ingested_files",
+    "leaf_titles",
+)
 
 TABLE_SIZES = """
 SELECT c.relname, pg_table_size(c.oid), pg_indexes_size(c.oid)
@@ -317,7 +365,7 @@ WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s AND s.tsv @@ %(t
 
 FETCH_MESSAGES = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
-       m.content, m.arguments, s.title, s.summary
+       m.content, m.arguments, s.title, s.summary, s.parent_session_id
 FROM messages m
 JOIN unnest(%(sids)s::text[], %(seqs)s::int[]) AS k(session_id, seq)
   ON m.workspace_id = %(ws)s AND m.session_id = k.session_id AND m.seq = k.seq

@@ -14,6 +14,12 @@ distributed by workspace later without a rewrite.
 - ``sessions.tsv`` holds title terms (weight A) and summary terms (weight B).
 - ``workspace_stats`` keeps exact per-kind counts: BM25's N and total length, and
   the size of the scope a search covered.
+- ``sessions.parent_session_id`` links a sub-agent conversation to the session that
+  started it; ``title_auto``/``title_leaf_seq`` say whether the title was generated
+  and, for a Claude Code summary, which message it names (migration 0004).
+- ``leaf_titles`` holds titles that name their session through one of its messages
+  (Claude Code ``summary`` lines, ``leafUuid``) until, and after, that message is
+  stored; ``messages_entry_idx`` finds the message.
 
 Row Level Security on the tenant tables (migration 0002) is not part of this
 metadata: its policies show a role that does not own the tables only the rows of
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     ForeignKeyConstraint,
@@ -69,6 +76,9 @@ sessions = Table(
     Column("last_turn", Integer, nullable=False, server_default=text("0")),
     Column("tsv", TSVECTOR),
     Column("field_len", Integer, nullable=False, server_default=text("0")),
+    Column("parent_session_id", Text),
+    Column("title_auto", Boolean, nullable=False, server_default=text("false")),
+    Column("title_leaf_seq", Integer),
     PrimaryKeyConstraint("workspace_id", "session_id", name="sessions_pkey"),
     Index(
         "sessions_tsv_idx",
@@ -118,6 +128,12 @@ messages = Table(
         "session_id",
         "seq",
     ),
+    Index(
+        "messages_entry_idx",
+        "workspace_id",
+        "entry_id",
+        postgresql_where=text("entry_id IS NOT NULL"),
+    ),
 )
 
 vocabulary = Table(
@@ -150,7 +166,22 @@ ingested_files = Table(
     Column("lines", Integer, nullable=False),
     Column("digest", Text, nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    Column("parser", Text),
     PrimaryKeyConstraint("workspace_id", "path", name="ingested_files_pkey"),
+)
+
+leaf_titles = Table(
+    "leaf_titles",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("leaf_uuid", Text, nullable=False),
+    Column("title", Text, nullable=False),
+    Column("source", Text, nullable=False),
+    Column("session_id", Text),
+    Column("leaf_seq", Integer),
+    PrimaryKeyConstraint("workspace_id", "leaf_uuid", name="leaf_titles_pkey"),
+    Index("leaf_titles_session_idx", "workspace_id", "session_id"),
+    Index("leaf_titles_source_idx", "workspace_id", "source"),
 )
 
 settings_table = Table(

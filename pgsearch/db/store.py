@@ -85,6 +85,12 @@ class SessionState:
     updated_at: datetime | None
     field_terms: tuple[str, ...] = ()
     field_len: int = 0
+    #: The session that started this one (a sub-agent's), if any.
+    parent_session_id: str | None = None
+    #: The title was generated (not chosen), and for a summary naming one of the
+    #: session's messages, that message's seq (`Ingestor._resolve_leaf_titles`).
+    title_auto: bool = False
+    title_leaf_seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +117,8 @@ class FileRecord:
     size: int
     lines: int
     digest: str
+    #: ``format/version`` of the mapping the file was read with (None: before 0004).
+    parser: str | None = None
 
 
 @dataclass(slots=True)
@@ -148,7 +156,7 @@ def _json(value: dict[str, Any] | None) -> str | None:
 
 
 def _file_record(row: Sequence[Any]) -> FileRecord:
-    return FileRecord(row[0], int(row[1]), int(row[2]), row[3])
+    return FileRecord(row[0], int(row[1]), int(row[2]), row[3], row[4])
 
 
 def _session_state(row: Sequence[Any]) -> SessionState:
@@ -164,6 +172,9 @@ def _session_state(row: Sequence[Any]) -> SessionState:
         updated_at=row[8],
         field_terms=tuple(row[9] or ()),
         field_len=int(row[10] or 0),
+        parent_session_id=row[11],
+        title_auto=bool(row[12]),
+        title_leaf_seq=row[13],
     )
 
 
@@ -201,7 +212,7 @@ def lock_file(ws: str, path: str) -> Work[FileRecord | None]:
             "lock file",
             q.LOCK_FILE,
             {"ws": ws, "path": path},
-            decode=lambda r: FileRecord(path, int(r[0]), int(r[1]), r[2]),
+            decode=lambda r: FileRecord(path, int(r[0]), int(r[1]), r[2], r[3]),
         ),
     )
     return rows[0] if rows else None
@@ -225,6 +236,7 @@ def record_file(ws: str, record: FileRecord) -> Work[None]:
                 "size": record.size,
                 "lines": record.lines,
                 "digest": record.digest,
+                "parser": record.parser,
             },
         )
     )
@@ -343,8 +355,50 @@ def update_session(ws: str, state: SessionState, tsv: str, field_len: int) -> Wo
                 "last_turn": state.last_turn,
                 "tsv": tsv or None,
                 "field_len": field_len,
+                "parent": state.parent_session_id,
+                "title_auto": state.title_auto,
+                "title_leaf_seq": state.title_leaf_seq,
             },
         )
+    )
+
+
+# --- titles naming their session through a message (Claude Code summaries) ---------
+
+
+def save_leaf_titles(ws: str, source: str, titles: dict[str, str]) -> Work[None]:
+    """Keep each title until the message it names is stored (and after)."""
+    leaves = sorted(titles)
+    yield from execute(
+        Statement(
+            "save leaf titles",
+            q.SAVE_LEAF_TITLES,
+            {"ws": ws, "leaves": leaves, "titles": [titles[k] for k in leaves], "source": source},
+        )
+    )
+
+
+def resolve_leaf_titles(ws: str, keys: Sequence[str]) -> Work[list[tuple[str, int, str]]]:
+    """(session, seq, title) for each waiting title among `keys` whose message is now
+    stored; those titles are marked resolved."""
+    if not keys:
+        return []
+    return (
+        yield from fetch(
+            Statement(
+                "resolve leaf titles",
+                q.RESOLVE_LEAF_TITLES,
+                {"ws": ws, "keys": list(keys)},
+                lambda r: (str(r[0]), int(r[1]), str(r[2])),
+            )
+        )
+    )
+
+
+def forget_leaf_titles(ws: str, source: str) -> Work[None]:
+    """Drop the titles a file gave (it is being read again whole)."""
+    yield from execute(
+        Statement("forget leaf titles", q.FORGET_LEAF_TITLES, {"ws": ws, "source": source})
     )
 
 
@@ -403,16 +457,24 @@ def forget_session(ws: str, session_id: str, deltas: Deltas) -> Work[int]:
 
     Deltas are updated; the caller applies them in the same transaction.
     """
-    messages, sessions = yield from fetch2(
-        Statement(
-            "delete session messages",
-            q.DELETE_SESSION_MESSAGES,
-            {"ws": ws, "session_id": session_id},
-            as_tuple,
-        ),
-        Statement(
-            "delete session", q.DELETE_SESSION, {"ws": ws, "session_id": session_id}, as_tuple
-        ),
+    messages, _, sessions = yield from fetch_all(
+        [
+            Statement(
+                "delete session messages",
+                q.DELETE_SESSION_MESSAGES,
+                {"ws": ws, "session_id": session_id},
+                as_tuple,
+            ),
+            # Titles that named this session wait for its messages again.
+            Statement(
+                "unresolve leaf titles",
+                q.UNRESOLVE_LEAF_TITLES,
+                {"ws": ws, "session_id": session_id},
+            ),
+            Statement(
+                "delete session", q.DELETE_SESSION, {"ws": ws, "session_id": session_id}, as_tuple
+            ),
+        ]
     )
     for kind, token_count, terms in messages:
         deltas.n[kind] -= 1
@@ -485,6 +547,7 @@ def list_sessions(ws: str, *, limit: int, offset: int) -> Work[list[SessionInfo]
                     created_at=r[3],
                     updated_at=r[4],
                     source=r[5],
+                    parent_session_id=r[6],
                 ),
             ),
             final=True,

@@ -126,7 +126,10 @@ def test_readme_flow_migrate_ingest_search(empty_dsn: str, tmp_path: Path) -> No
 
     ingested = pgsearch("ingest", str(EXAMPLES), "--workspace", "demo", dsn=empty_dsn, cwd=tmp_path)
     out = ok(ingested)
-    assert "3 files, 3 sessions, 21 messages, 0 skipped, 0 errors" in out
+    assert (
+        "3 files (0 unchanged), 3 sessions, 21 messages added, 0 already stored, "
+        "0 bad lines skipped, 0 errors"
+    ) in out
 
     out = ok(pgsearch("search", "advisory lock", "-w", "demo", dsn=empty_dsn, cwd=tmp_path))
     first = out.splitlines()[0]
@@ -275,7 +278,7 @@ def test_ingest_of_a_missing_path_is_a_one_line_error(dsn: str, tmp_path: Path) 
 def test_reingest_changes_nothing(demo: str) -> None:
     before = json.loads(ok(pgsearch("stats", "-w", "demo", "--json", dsn=demo)))
     out = ok(pgsearch("ingest", str(EXAMPLES), "-w", "demo", "--quiet", dsn=demo))
-    assert "0 messages" in out
+    assert out.startswith("3 files (3 unchanged), 0 sessions, 0 messages added, 0 already stored")
     after = json.loads(ok(pgsearch("stats", "-w", "demo", "--json", dsn=demo)))
     assert after["workspaces"] == before["workspaces"]
 
@@ -408,3 +411,57 @@ def test_forget_a_workspace_asks_first(demo: str) -> None:
     assert "21 messages deleted" in out
     assert search_json(demo, "", "-w", "demo")["matches"] == []
     assert "no sessions" in ok(pgsearch("sessions", "-w", "demo", dsn=demo))
+
+
+# -- agent logs as a user ingests them ----------------------------------------------
+
+AGENT_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def test_a_bad_line_in_an_agent_log_is_a_warning_and_the_file_lands(dsn: str) -> None:
+    log = AGENT_FIXTURES / "claude-code" / "commands" / "9b1d4e7a-2c3f-4a5b-8c6d-7e8f9a0b1c2d.jsonl"
+    result = pgsearch("ingest", str(log), "-w", "w1", dsn=dsn)
+    out = ok(result)
+    warnings = [line for line in result.stderr.splitlines() if line.strip()]
+    assert warnings == [
+        f"pgsearch: warning: {log}:8: invalid JSON: Unterminated string starting at column 156",
+        f"pgsearch: warning: {log}:13: 'timestamp' '2025-13-45T99:00:00Z' is not an ISO 8601 time",
+    ]
+    assert "1 files (0 unchanged), 1 sessions, 15 messages added" in out
+    assert "2 bad lines skipped, 0 errors" in out
+
+
+def test_a_wrong_format_exits_1_naming_what_the_file_looks_like(dsn: str) -> None:
+    log = AGENT_FIXTURES / "claude-code" / "3f7c1a52-8d4e-4b8a-9c1e-2a6d5f0b7e91.jsonl"
+    result = pgsearch("ingest", str(log), "-w", "w1", "--format", "codex", dsn=dsn)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"pgsearch: error: {log}: no messages in format codex; it looks like claude-code"
+    )
+    out = ok(pgsearch("ingest", str(log), "-w", "w1", dsn=dsn))  # nothing was recorded
+    assert "19 messages added" in out
+
+
+def test_another_programs_file_is_named_as_such(dsn: str, tmp_path: Path) -> None:
+    history = tmp_path / "history.jsonl"
+    history.write_text(
+        '{"display": "fix the flaky test", "pastedContents": {}, "timestamp": 1759000000000}\n',
+        encoding="utf-8",
+    )
+    result = pgsearch("ingest", str(history), "-w", "w1", dsn=dsn)
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"pgsearch: error: {history}: not a format pgsearch reads")
+    assert "Claude Code's prompt history" in line and "opencode" in line
+
+
+def test_search_json_names_the_parent_of_a_sub_agent_session(dsn: str) -> None:
+    logs = AGENT_FIXTURES / "claude-code" / "subagents"
+    ok(pgsearch("ingest", str(logs), "-w", "w1", "--quiet", dsn=dsn))
+    found = search_json(dsn, "onQueryChange", "-w", "w1", "--all-hits")
+    parents = {m["session_id"]: m["parent_session_id"] for m in found["matches"]}
+    main = "7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d"
+    assert parents[f"{main}/agent-a3f9c21"] == main
+    assert parents[main] is None
+    text = ok(pgsearch("search", "onQueryChange", "-w", "w1", dsn=dsn))
+    assert f"session={main}/agent-a3f9c21 parent={main} seq=" in text

@@ -67,7 +67,8 @@ def test_list_search_window_and_refused_scope(loaded: str, tmp_path: Path) -> No
         )
         page = await client.call_tool("session_messages", {"session_id": CODEX_SID, "limit": 4})
         wider = await client.call_tool("session_search", {"query": "x", "workspace_id": "other"})
-        bad = await client.call_tool("session_search", {"query": "x", "limit": 500})
+        capped = await client.call_tool("session_search", {"query": "x", "limit": 500})
+        browse = await client.call_tool("session_search", {})
         return {
             "tools": [t.model_dump(by_alias=True, exclude_none=True) for t in listed.tools],
             "found": found,
@@ -75,7 +76,8 @@ def test_list_search_window_and_refused_scope(loaded: str, tmp_path: Path) -> No
             "window": window,
             "page": page,
             "wider": wider,
-            "bad": bad,
+            "capped": capped,
+            "browse": browse,
         }
 
     out = session(server(loaded), tmp_path / "server.log", script)
@@ -91,13 +93,14 @@ def test_list_search_window_and_refused_scope(loaded: str, tmp_path: Path) -> No
     assert not found.is_error
     assert out["first"]["session_id"] == CLAUDE_SID
     assert out["first"]["kind"] == "user_text"
-    assert f"[1] session_id={CLAUDE_SID} seq=2 user_text role=user" in text_of(found)
-    assert f'Next: session_around {{"session_id": "{CLAUDE_SID}", "seq": 2}}' in text_of(found)
+    # seq 1: the transcript's summary line titles the session, it is not an entry.
+    assert f"[1] session_id={CLAUDE_SID} seq=1 user_text role=user" in text_of(found)
+    assert f'Next: session_around {{"session_id": "{CLAUDE_SID}", "seq": 1}}' in text_of(found)
 
     window = text_of(out["window"])
-    assert ">> seq=2 user_text role=user" in window
-    assert "seq=5 tool_output role=tool tool=Grep" in window
-    assert out["window"].structured_content["anchor_seq"] == 2
+    assert ">> seq=1 user_text role=user" in window
+    assert "seq=4 tool_output role=tool tool=Grep" in window
+    assert out["window"].structured_content["anchor_seq"] == 1
 
     page = text_of(out["page"])
     assert page.startswith(f"session_id={CODEX_SID}: 4 messages from seq 0.")
@@ -107,8 +110,10 @@ def test_list_search_window_and_refused_scope(loaded: str, tmp_path: Path) -> No
     assert text_of(out["wider"]) == (
         "error: this tool is bound to workspace 'w'; it cannot reach workspace 'other'"
     )
-    assert out["bad"].is_error
-    assert "'limit' must be between 1 and 50, got 500" in text_of(out["bad"])
+    assert not out["capped"].is_error  # capped like the API and the CLI, and said so
+    assert "Note: limit 500 was capped at 50, the most per page." in text_of(out["capped"])
+    assert not out["browse"].is_error  # no query: the newest entries
+    assert out["browse"].structured_content["matches"]
 
 
 def test_a_session_pinned_server_refuses_other_sessions(loaded: str, tmp_path: Path) -> None:

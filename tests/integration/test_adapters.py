@@ -53,12 +53,13 @@ def test_each_format_ingests_with_kinds_roles_ids_and_times(pg: PgSearch, dsn: s
     report = pg.ingest_paths([CLAUDE, CODEX, *sorted(EXAMPLES.glob("*.jsonl"))], workspace="w")
     assert report.errors == []
     claude = rows(dsn, "w", CLAUDE_SID)
-    assert [r[0] for r in claude] == list(range(20))  # consecutive seqs, one per block
+    # Consecutive seqs, one per block; the summary line titles, it is not an entry.
+    assert [r[0] for r in claude] == list(range(19))
     assert [r[1] for r in claude].count("tool_error") == 2
-    assert claude[2][1:4] == ("user_text", "user", None)
-    assert claude[2][4] == datetime(2025, 7, 14, 9, 12, 5, 530000, tzinfo=UTC)
-    assert claude[7][1:4] == ("tool_error", "tool", "Bash")
-    assert max(r[5] for r in claude) == 3  # three things the person typed
+    assert claude[1][1:4] == ("user_text", "user", None)
+    assert claude[1][4] == datetime(2025, 7, 14, 9, 12, 5, 530000, tzinfo=UTC)
+    assert claude[6][1:4] == ("tool_error", "tool", "Bash")
+    assert max(r[5] for r in claude) == 4  # three prompts and the /cost command
     codex = rows(dsn, "w", CODEX_SID)
     assert len(codex) == 14
     assert codex[6][1:4] == ("tool_error", "tool", "shell")
@@ -96,8 +97,8 @@ def test_tool_arguments_and_output_follow_the_indexing_policy(pg: PgSearch) -> N
         == ()
     )
     calls = provider.search(SessionQueryRequest(query="Edit", kinds=("tool_input",)))
-    assert [(m.seq, m.tool_name) for m in calls.matches] == [(9, "Edit")]  # the name is indexed
-    window = provider.around(CLAUDE_SID, 9, before=0, after=1)
+    assert [(m.seq, m.tool_name) for m in calls.matches] == [(8, "Edit")]  # the name is indexed
+    window = provider.around(CLAUDE_SID, 8, before=0, after=1)
     assert "quantize" in window.messages[0].content  # shown, like resuming the session
     assert "quantize" in window.messages[1].content
 
@@ -107,14 +108,14 @@ def test_a_grown_log_adds_only_new_lines_and_continues_the_seqs(
 ) -> None:
     path = copy(CLAUDE, tmp_path, lines=7)
     first = pg.ingest_file(path, workspace="w")
-    assert first.messages == 6 and first.format == "claude-code"
+    assert first.messages == 5 and first.format == "claude-code"
     append_lines(CLAUDE, path, 7, 12)
     second = pg.ingest_file(path, workspace="w")
-    assert (second.messages, second.skipped, second.rewritten) == (5, 7, False)
+    assert (second.messages, second.skipped, second.rewritten) == (5, 0, False)
     append_lines(CLAUDE, path, 12)
     pg.ingest_file(path, workspace="w")
     again = pg.ingest_file(path, workspace="w")
-    assert (again.messages, again.skipped) == (0, 21)
+    assert (again.messages, again.skipped, again.unchanged) == (0, 0, True)
     # Same rows as ingesting the whole file at once.
     (tmp_path / "whole").mkdir()
     pg.ingest_file(copy(CLAUDE, tmp_path / "whole"), workspace="w2")
@@ -127,7 +128,7 @@ def test_a_line_still_being_written_waits_for_the_next_pass(pg: PgSearch, tmp_pa
     data = CLAUDE.read_bytes().split(b"\n")
     with path.open("ab") as fh:
         fh.write(data[3][:40])  # half a line, no newline yet
-    assert pg.ingest_file(path, workspace="w").messages == 3
+    assert pg.ingest_file(path, workspace="w").messages == 2
     with path.open("ab") as fh:
         fh.write(data[3][40:] + b"\n" + data[4] + b"\n")
     assert pg.ingest_file(path, workspace="w").messages == 1  # thinking dropped, text kept
@@ -183,8 +184,8 @@ def test_tools_over_a_real_provider(pg: PgSearch) -> None:
     text = search('{"query": "migration order"}')
     assert f"session_id={CODEX_SID}" in text
     assert "Next: session_around" in text
-    assert ">> seq=7 tool_error role=tool tool=Bash" in around(
-        {"session_id": CLAUDE_SID, "seq": 7, "before": 1, "after": 1}
+    assert ">> seq=6 tool_error role=tool tool=Bash" in around(
+        {"session_id": CLAUDE_SID, "seq": 6, "before": 1, "after": 1}
     )
     page = messages({"session_id": CODEX_SID, "limit": 5})
     assert f'Next page: session_messages {{"session_id": "{CODEX_SID}", "start_seq": 5}}' in page
@@ -216,7 +217,7 @@ def test_watcher_ingests_growth_and_rewrites_and_skips_unchanged_files(
     watcher = Watcher(
         lambda p: pg.ingest_file(p, workspace="w"), [watched, tmp_path / "missing"], interval=0.01
     )
-    assert [r.messages for r in watcher.poll()] == [4]
+    assert [r.messages for r in watcher.poll()] == [3]
     assert watcher.poll() == []  # nothing changed: no ingest at all
     append_lines(CLAUDE, claude, 5)
     codex = copy(CODEX, watched)
@@ -228,5 +229,5 @@ def test_watcher_ingests_growth_and_rewrites_and_skips_unchanged_files(
     [result] = watcher.poll()
     assert result.rewritten and result.messages == 14
     stats = watcher.run(max_polls=2)
-    assert (stats.polls, stats.updates, stats.messages, stats.rewritten) == (5, 4, 48, 1)
+    assert (stats.polls, stats.updates, stats.messages, stats.rewritten) == (5, 4, 47, 1)
     assert_statistics_exact(dsn, "w")

@@ -255,3 +255,65 @@ def test_plans_use_the_gin_indexes(big_dsn: str) -> None:
     assert "messages_tsv_idx" in plans
     assert "vocabulary_term_trgm_idx" in plans
     assert "Seq Scan on messages" not in plans
+
+
+def test_title_statements_of_ingest_use_an_index(big_dsn: str) -> None:
+    """The statements that keep titles naming a session by one of its messages (Claude
+    Code summaries) read ``messages`` through ``messages_entry_idx`` and the title
+    table through its keys: no sequential scan however large either grows."""
+    from pgsearch.db import queries as q
+
+    ws = "ws-a"
+    with psycopg.connect(big_dsn) as conn, conn.transaction(force_rollback=True):
+        conn.execute(
+            "UPDATE messages SET entry_id = 'leaf-' || session_id || '-' || seq "
+            "WHERE workspace_id = %s AND seq < 20",
+            (ws,),
+        )
+        conn.execute(
+            "INSERT INTO leaf_titles (workspace_id, leaf_uuid, title, source) "
+            "SELECT %s, 'leaf-ws-a-s' || i || '-3', 'title ' || i, 'file-' || (i %% 7) "
+            "FROM generate_series(0, 149) AS i",
+            (ws,),
+        )
+        conn.execute("ANALYZE messages, leaf_titles")
+        conn.execute("SET LOCAL enable_seqscan = off")
+        statements = {
+            "resolve": (
+                q.RESOLVE_LEAF_TITLES,
+                {"ws": ws, "keys": [f"leaf-ws-a-s{i}-3" for i in range(0, 150, 3)]},
+            ),
+            "unresolve": (q.UNRESOLVE_LEAF_TITLES, {"ws": ws, "session_id": "ws-a-s3"}),
+            "forget": (q.FORGET_LEAF_TITLES, {"ws": ws, "source": "file-3"}),
+            "save": (
+                q.SAVE_LEAF_TITLES,
+                {"ws": ws, "leaves": ["leaf-x"], "titles": ["t"], "source": "file-9"},
+            ),
+        }
+        bad = []
+        for name, (statement, params) in statements.items():
+            plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
+            assert plan is not None
+            text = json.dumps(plan[0])
+            scans = [s for s in _seq_scans(plan[0]) if s in ("messages", "leaf_titles")] + [
+                n for n in ("leaf_titles",) if '"Seq Scan"' in text and n in text
+            ]
+            if scans:
+                bad.append(f"{name}: {scans}")
+        resolved = conn.execute(q.RESOLVE_LEAF_TITLES, statements["resolve"][1]).fetchall()
+        assert len(resolved) == 50  # it does resolve them, through the index
+    assert bad == []
+
+
+def _scanned(plan: Any) -> set[str]:
+    """Relations a plan reads with a sequential scan."""
+    found: set[str] = set()
+    if isinstance(plan, dict):
+        if plan.get("Node Type") == "Seq Scan":
+            found.add(str(plan.get("Relation Name")))
+        for value in plan.values():
+            found |= _scanned(value)
+    elif isinstance(plan, list):
+        for item in plan:
+            found |= _scanned(item)
+    return found

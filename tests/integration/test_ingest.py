@@ -80,8 +80,7 @@ def test_reingest_changes_nothing(pg: PgSearch, dsn: str, tmp_path: Path) -> Non
     pg.ingest_file(path, workspace="w")
     before = (message_keys(dsn, "w"), pg.stats(workspace="w"))
     again = pg.ingest_file(path, workspace="w")
-    assert again.messages == 0
-    assert again.skipped == len(SAMPLE)
+    assert (again.messages, again.skipped, again.unchanged) == (0, 0, True)
     assert (message_keys(dsn, "w"), pg.stats(workspace="w")) == before
     assert_statistics_exact(dsn, "w")
 
@@ -92,7 +91,7 @@ def test_appended_file_adds_only_new_lines(pg: PgSearch, dsn: str, tmp_path: Pat
     write_jsonl(path, SAMPLE)
     result = pg.ingest_file(path, workspace="w")
     assert result.messages == len(SAMPLE) - 4
-    assert result.skipped == 4
+    assert (result.skipped, result.unchanged) == (0, False)  # only the new lines were read
     assert message_keys(dsn, "w") == [("s1", i) for i in range(len(SAMPLE))]
     with psycopg.connect(dsn) as conn:
         turns = [r[0] for r in conn.execute("SELECT turn FROM messages ORDER BY seq").fetchall()]
@@ -108,8 +107,11 @@ def test_rewritten_file_is_reread_without_duplicates(
     changed = [{"role": "system", "content": "Another system prompt."}, *SAMPLE[1:]]
     write_jsonl(path, [*changed, {"role": "user", "content": "one more question"}])
     result = pg.ingest_file(path, workspace="w")  # prefix differs: whole file re-read
-    assert result.messages == 1
+    assert result.rewritten and result.messages == len(SAMPLE) + 1  # it replaced the old
     assert message_keys(dsn, "w") == [("s1", i) for i in range(len(SAMPLE) + 1)]
+    with psycopg.connect(dsn) as conn:
+        first = conn.execute("SELECT content FROM messages WHERE seq = 0").fetchone()
+    assert first == ("Another system prompt.",)
     assert_statistics_exact(dsn, "w")
 
 

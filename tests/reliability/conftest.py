@@ -24,22 +24,50 @@ TABLE_KEYS = {
     "messages": "workspace_id, session_id, seq",
     "vocabulary": "workspace_id, term",
     "ingested_files": "workspace_id, path",
+    "leaf_titles": "workspace_id, leaf_uuid",
     "pgsearch_meta": "key",
 }
 
 
-def snapshot(dsn: str) -> dict[str, list[tuple[object, ...]]]:
-    """Every row of every pgsearch table, in key order, as text (exact comparisons)."""
+def table_columns(dsn: str) -> dict[str, list[str]]:
+    """The columns each pgsearch table has now (tables not created yet are left out)."""
+    with psycopg.connect(dsn) as conn:
+        found = conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = ANY(%s) "
+            "ORDER BY table_name, ordinal_position",
+            (list(TABLE_KEYS),),
+        ).fetchall()
+    columns: dict[str, list[str]] = {}
+    for table, column in found:
+        columns.setdefault(table, []).append(column)
+    return columns
+
+
+def snapshot(
+    dsn: str, columns: dict[str, list[str]] | None = None
+) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every pgsearch table, in key order, as text (exact comparisons).
+
+    With `columns`, only those tables and columns are read: what a database had
+    before a migration added some, compared with what it holds after.
+    """
+    columns = table_columns(dsn) if columns is None else columns
     out: dict[str, list[tuple[object, ...]]] = {}
     with psycopg.connect(dsn) as conn, conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         for table, keys in TABLE_KEYS.items():
+            if table not in columns:
+                continue
             # When a file was last read is not part of what it stored.
-            row = "(t.workspace_id, t.path, t.size, t.lines, t.digest)::text"
+            kept = [
+                c for c in columns[table] if not (table == "ingested_files" and c == "updated_at")
+            ]
+            row = sql.SQL("({})::text").format(
+                sql.SQL(", ").join(sql.SQL("t.{}").format(sql.Identifier(c)) for c in kept)
+            )
             query = sql.SQL("SELECT {} FROM {} t ORDER BY {}").format(
-                sql.SQL(row if table == "ingested_files" else "t::text"),
-                sql.Identifier(table),
-                sql.SQL(keys),
+                row, sql.Identifier(table), sql.SQL(keys)
             )
             out[table] = [tuple(r) for r in conn.execute(query).fetchall()]
     return out

@@ -28,7 +28,9 @@ from tests.reliability.conftest import cli, snapshot
 
 WS = "tenant"
 ERROR_LINE = re.compile(r"^pgsearch: error: (?P<path>.+?)(?::(?P<line>\d+))?: (?P<reason>.+)$")
-CLAUDE_FIXTURE = next((EXAMPLES.parent.parent / "tests" / "fixtures" / "claude-code").glob("*"))
+CLAUDE_FIXTURE = next(
+    (EXAMPLES.parent.parent / "tests" / "fixtures" / "claude-code").glob("*.jsonl")
+)
 
 
 def line(**fields: Any) -> bytes:
@@ -198,10 +200,27 @@ def _good_file(stored: Stored, name: str, lines: int = 3) -> Path:
     return path
 
 
-def test_bad_agent_log_line_names_file_and_line(stored: Stored) -> None:
+def test_a_bad_agent_log_line_is_skipped_naming_file_and_line_and_the_rest_lands(
+    stored: Stored,
+) -> None:
+    """Agent logs get the per-line policy: the torn line is a warning, not a rejection,
+    and nothing stored before changes."""
     path = stored.root / "claude.jsonl"
     path.write_bytes(_claude_bad())
-    cli_fails(stored, [(path, 6, "invalid JSON")])
+    before = snapshot(stored.dsn)
+    result = cli("ingest", "-w", WS, "-q", str(path), dsn=stored.dsn)
+    assert result.returncode == 0, result.stderr
+    warning = re.compile(r"^pgsearch: warning: (?P<path>.+?):(?P<line>\d+): (?P<reason>.+)$")
+    [only] = error_lines(result.stderr, warning)
+    assert (only["path"], only["line"]) == (str(path), "6")
+    assert only["reason"].startswith("invalid JSON")
+    assert "1 bad lines skipped, 0 errors" in result.stdout
+    after = snapshot(stored.dsn)
+    added = {t: [r for r in after[t] if r not in before[t]] for t in after}
+    for table in ("messages", "sessions", "ingested_files"):  # nothing stored changed
+        assert all(r in after[table] for r in before[table]), table
+    assert len(added["messages"]) == 19  # every entry but the torn line's
+    assert_statistics_exact(stored.dsn, WS)
 
 
 def test_bad_lines_added_to_ingested_files_keep_what_was_there(stored: Stored) -> None:

@@ -1,10 +1,14 @@
 """Migrations on live data: every row, statistic and answer survives an upgrade.
 
-A database is populated at the first revision (several workspaces, forgotten and
-rewritten sessions, agent logs, titles and summaries), then upgraded to head,
-downgraded and upgraded again. All rows of every table, the statistics and the
-answers to a set of searches must come through unchanged. A last test upgrades
-while writers and searchers are running against the database.
+A database is populated (several workspaces, forgotten and rewritten sessions, agent
+logs, titles and summaries) and taken down to the first revision, then upgraded to
+head, downgraded and upgraded again. All rows of every table (on the columns the
+first revision has), the statistics and the answers to a set of searches must come
+through unchanged. A last test upgrades while writers and searchers are running.
+
+The library refuses a database whose schema is not the one it needs, so what runs
+against the database during an upgrade is the previous release: the live test's
+writers and searchers use the statements of the first revision's schema.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from pgsearch.db.schema import TENANT_TABLES
 from pgsearch.db.store import Driver, DriverConfig
 from tests.conftest import EXAMPLES
 from tests.helpers import assert_statistics_exact
-from tests.reliability.conftest import snapshot
+from tests.reliability.conftest import snapshot, table_columns
 
 FIRST = "0001"
 WORKSPACES = ("alpha", "beta", "gamma")
@@ -111,25 +115,34 @@ def rls_tables(dsn: str) -> dict[str, tuple[bool, int]]:
     return {r[0]: (bool(r[1]), int(r[2])) for r in rows}
 
 
+#: The tenant tables the first revision created (later ones add more).
+FIRST_TABLES = ("workspace_stats", "sessions", "messages", "vocabulary", "ingested_files")
+
+
 @pytest.fixture
-def populated(empty_dsn: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, Any], list[Any]]]:
-    assert migrate(empty_dsn, FIRST) == FIRST
+def populated(
+    empty_dsn: str, tmp_path: Path
+) -> Iterator[tuple[str, dict[str, Any], list[Any], dict[str, list[str]]]]:
+    assert migrate(empty_dsn) == HEAD_REVISION
     with open_at_any_revision(empty_dsn) as pg:
         populate(pg, tmp_path)
         before_answers = answers(pg)
-    before = snapshot(empty_dsn)
+    assert migrate(empty_dsn, FIRST, downgrade=True) == FIRST
+    # Rows are compared on the columns they had: migrations only ever add columns.
+    columns = table_columns(empty_dsn)
+    before = snapshot(empty_dsn, columns)
     assert sum(len(rows) for rows in before.values()) > 500
-    yield empty_dsn, before, before_answers
+    yield empty_dsn, before, before_answers, columns
 
 
 def test_upgrade_keeps_every_row_statistic_and_answer(
-    populated: tuple[str, dict[str, Any], list[Any]],
+    populated: tuple[str, dict[str, Any], list[Any], dict[str, list[str]]],
 ) -> None:
-    dsn, before, before_answers = populated
-    assert rls_tables(dsn) == {t: (False, 0) for t in TENANT_TABLES}
+    dsn, before, before_answers, columns = populated
+    assert rls_tables(dsn) == {t: (False, 0) for t in FIRST_TABLES}
     assert migrate(dsn) == HEAD_REVISION
     assert rls_tables(dsn) == {t: (True, 1) for t in TENANT_TABLES}
-    assert snapshot(dsn) == before
+    assert snapshot(dsn, columns) == before
     for ws in WORKSPACES:
         assert_statistics_exact(dsn, ws)
     with PgSearch.connect(dsn) as pg:
@@ -137,15 +150,16 @@ def test_upgrade_keeps_every_row_statistic_and_answer(
 
 
 def test_downgrade_and_upgrade_again_keep_everything(
-    populated: tuple[str, dict[str, Any], list[Any]],
+    populated: tuple[str, dict[str, Any], list[Any], dict[str, list[str]]],
 ) -> None:
-    dsn, before, before_answers = populated
+    dsn, before, before_answers, columns = populated
     assert migrate(dsn) == HEAD_REVISION
     assert migrate(dsn, FIRST, downgrade=True) == FIRST
-    assert rls_tables(dsn) == {t: (False, 0) for t in TENANT_TABLES}
+    assert rls_tables(dsn) == {t: (False, 0) for t in FIRST_TABLES}
+    assert table_columns(dsn) == columns
     assert snapshot(dsn) == before
     assert migrate(dsn) == HEAD_REVISION
-    assert snapshot(dsn) == before
+    assert snapshot(dsn, columns) == before
     with PgSearch.connect(dsn) as pg:
         assert answers(pg) == before_answers
     for ws in WORKSPACES:
@@ -154,11 +168,11 @@ def test_downgrade_and_upgrade_again_keep_everything(
 
 @pytest.mark.slow
 def test_upgrade_while_writers_and_searchers_run(
-    populated: tuple[str, dict[str, Any], list[Any]],
+    populated: tuple[str, dict[str, Any], list[Any], dict[str, list[str]]],
 ) -> None:
     """The deploy step runs against a live database: the upgrade completes, nobody
     sees an error, and every write made around it is kept."""
-    dsn, _, _ = populated
+    dsn, _, _, _ = populated
     stop = threading.Event()
     errors: list[str] = []
     written: dict[str, int] = {}
@@ -166,16 +180,12 @@ def test_upgrade_while_writers_and_searchers_run(
 
     def writer(index: int) -> None:
         try:
-            with open_at_any_revision(dsn) as pg:
+            with psycopg.connect(dsn, autocommit=True) as conn:
                 n = 0
                 while not stop.is_set():
                     ws = WORKSPACES[n % len(WORKSPACES)]
                     sid = f"live-{index}-{n % 3}"
-                    pg.append(
-                        workspace=ws,
-                        session_id=sid,
-                        messages=[{"role": "user", "content": f"live write {index} {n} cron"}],
-                    )
+                    _old_append(conn, ws, sid, f"live write {index} {n} cron")
                     with lock:
                         written[f"{ws}/{sid}"] = written.get(f"{ws}/{sid}", 0) + 1
                     n += 1
@@ -184,10 +194,10 @@ def test_upgrade_while_writers_and_searchers_run(
 
     def searcher() -> None:
         try:
-            with open_at_any_revision(dsn) as pg:
+            with psycopg.connect(dsn, autocommit=True) as conn:
                 while not stop.is_set():
                     for ws in WORKSPACES:
-                        pg.provider(workspace=ws).search(SessionQueryRequest(query="cron"))
+                        _old_search(conn, ws, "cron")
         except Exception:
             errors.append(traceback.format_exc())
 
@@ -219,3 +229,59 @@ def test_upgrade_while_writers_and_searchers_run(
     for ws in WORKSPACES:
         assert_statistics_exact(dsn, ws)
     print(f"live upgrade: {took:.2f}s under load, {sum(written.values())} writes around it")
+
+
+# --- the previous release's statements (the first revision's columns only) ---------
+
+
+def _old_append(conn: psycopg.Connection[Any], ws: str, sid: str, text: str) -> None:
+    """One unindexed message appended as an application at the first revision does,
+    keeping session counters and per-kind statistics exact."""
+    for attempt in range(20):
+        try:
+            with conn.transaction():
+                conn.execute(
+                    "INSERT INTO sessions (workspace_id, session_id) VALUES (%s, %s) "
+                    "ON CONFLICT (workspace_id, session_id) DO NOTHING",
+                    (ws, sid),
+                )
+                row = conn.execute(
+                    "SELECT next_seq FROM sessions WHERE workspace_id = %s AND session_id = %s "
+                    "FOR UPDATE",
+                    (ws, sid),
+                ).fetchone()
+                assert row is not None
+                conn.execute(
+                    "INSERT INTO messages (workspace_id, session_id, seq, kind, role, turn, "
+                    "created_at, content, arguments, tsv, token_count) "
+                    "VALUES (%s, %s, %s, 'system', 'system', 0, now(), %s, '', ''::tsvector, 0)",
+                    (ws, sid, row[0], text),
+                )
+                conn.execute(
+                    "UPDATE sessions SET next_seq = next_seq + 1, message_count = message_count "
+                    "+ 1, created_at = coalesce(created_at, now()), updated_at = now() "
+                    "WHERE workspace_id = %s AND session_id = %s",
+                    (ws, sid),
+                )
+                conn.execute(
+                    "INSERT INTO workspace_stats AS s (workspace_id, kind, n_messages) "
+                    "VALUES (%s, 'system', 1) ON CONFLICT (workspace_id, kind) "
+                    "DO UPDATE SET n_messages = s.n_messages + 1",
+                    (ws,),
+                )
+            return
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+            time.sleep(0.01 * (attempt + 1))
+    raise AssertionError("an append kept failing")
+
+
+def _old_search(conn: psycopg.Connection[Any], ws: str, word: str) -> None:
+    with conn.transaction():
+        conn.execute(
+            "SELECT m.session_id, m.seq FROM messages m WHERE m.workspace_id = %s "
+            "AND m.tsv @@ to_tsquery('simple', %s) ORDER BY m.created_at DESC LIMIT 20",
+            (ws, word),
+        ).fetchall()
+        conn.execute(
+            "SELECT term, df FROM vocabulary WHERE workspace_id = %s AND term = %s", (ws, word)
+        ).fetchall()

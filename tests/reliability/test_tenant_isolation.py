@@ -166,6 +166,14 @@ def tenants(dsn: str, app_role: str, tmp_path: Path) -> Iterator[Tenants]:
                 ),
                 encoding="utf-8",
             )
+            # A Claude Code summary naming a message not stored yet: a waiting title.
+            (folder / f"{ws}-titles.jsonl").write_text(
+                json.dumps(
+                    {"type": "summary", "summary": f"{word} title", "leafUuid": f"{ws}-later"}
+                )
+                + "\n",
+                encoding="utf-8",
+            )
             assert not pg.ingest_paths([folder], workspace=ws).errors
         yield Tenants(owner_dsn=dsn, app_dsn=app_dsn, settings=settings, pg=pg)
 

@@ -324,3 +324,18 @@ def test_any_text_content_is_kept_and_storable(texts: list[str | None]) -> None:
     for entry, text in zip(entries, texts, strict=True):
         expected = (text or "").replace("\x00", "\ufffd")
         assert entry.content == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [1767225600, 1767225600000, 1767225600000000, 1767225600000000000],
+    ids=["seconds", "milliseconds", "microseconds", "nanoseconds"],
+)
+def test_epoch_times_in_any_common_unit_are_read(value: int) -> None:
+    assert parse_time(value) == datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_iso_times_with_more_than_microsecond_precision_are_read() -> None:
+    assert parse_time("2026-01-01T00:00:00.123456789Z") == datetime(
+        2026, 1, 1, 0, 0, 0, 123456, tzinfo=UTC
+    )

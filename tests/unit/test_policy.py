@@ -438,3 +438,26 @@ def test_hostile_text_is_scrubbed_in_linear_time_patterns() -> None:
     hostile = ("curl " + "a" * 50 + " ") * 20_000 + "password=" + "k3" * 50_000
     scrubbed = scrub_secrets(hostile)
     assert scrubbed.endswith("password=[redacted]")
+
+
+@pytest.mark.parametrize(
+    ("command", "exit_code", "output", "miss"),
+    [
+        ("rg -n max_retries app/", 1, "Exit code 1", True),
+        ("grep -rn sphinx_rtd_theme docs/", 1, "", True),
+        ("cd app && git grep -n TODO", 1, "Exit code: 1\nWall time: 0.1 seconds\nOutput:\n", True),
+        ("grep -c needle notes.txt", 1, "0", True),
+        ("find . -name '*.orig'", 1, "find: './private': Permission denied", False),
+        ("grep needle missing.txt", 1, "grep: missing.txt: No such file or directory", False),
+        ("rg needle", 2, "Exit code 2", False),  # 2 is a real failure
+        ("pytest -q", 1, "1 failed", False),  # not a search program
+        ("rg x | head -3", 0, "", False),  # exit 0 was never an error
+        (None, 1, "", False),
+    ],
+)
+def test_a_search_program_that_found_nothing_is_not_a_failure(
+    command: str | None, exit_code: int, output: str, miss: bool
+) -> None:
+    assert policy.is_search_miss(command, exit_code, output) is miss
+    kind = policy.tool_result_kind(output, marked=True, command=command, exit_code=exit_code)
+    assert kind == ("tool_output" if miss else "tool_error")

@@ -153,10 +153,8 @@ SCOPE = Scope(workspace="w")
     ("name", "args", "message"),
     [
         ("session_search", {"query": "x", "bogus": 1}, "unknown argument 'bogus'"),
-        ("session_search", {}, "missing required argument 'query'"),
         ("session_search", {"query": 5}, "'query' must be a string, got integer"),
-        ("session_search", {"query": "x", "limit": 0}, "'limit' must be between 1 and 50"),
-        ("session_search", {"query": "x", "limit": 51}, "'limit' must be between 1 and 50"),
+        ("session_search", {"query": "x", "limit": 0}, "'limit' must be at least 1"),
         ("session_search", {"query": "x", "limit": "10"}, "'limit' must be an integer"),
         ("session_search", {"query": "x", "limit": True}, "'limit' must be an integer"),
         ("session_search", {"query": "x", "kinds": "user_text"}, "'kinds' must be an array"),
@@ -169,7 +167,7 @@ SCOPE = Scope(workspace="w")
         ("session_around", {"session_id": "s1"}, "missing required argument 'seq'"),
         ("session_around", {"session_id": "s1", "seq": -1}, "'seq' must be at least 0"),
         ("session_around", {"session_id": "s1", "seq": 1, "after": 16}, "between 0 and 15"),
-        ("session_messages", {"session_id": "s1", "limit": 17}, "between 1 and 16"),
+        ("session_messages", {"session_id": "s1", "limit": 0}, "'limit' must be at least 1"),
         ("session_delete", {}, "unknown tool 'session_delete'"),
     ],
 )
@@ -337,9 +335,43 @@ def test_handler_failures_become_error_text_not_exceptions(error: Exception) -> 
 
 def test_argument_errors_never_reach_the_provider() -> None:
     provider = FakeProvider()
-    output = tools.run_tool(provider, "session_search", '{"query": "x", "limit": 999}')
-    assert output.is_error and "'limit' must be between 1 and 50" in output.text
+    output = tools.run_tool(provider, "session_search", '{"query": "x", "limit": "999"}')
+    assert output.is_error and "'limit' must be an integer" in output.text
     assert provider.calls == []
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "cap"),
+    [
+        ("session_search", {"query": "x", "limit": 999}, 50),
+        ("session_search", {"limit": 51.0}, 50),
+        ("session_messages", {"session_id": "s1", "limit": 40}, 16),
+    ],
+)
+def test_a_limit_above_the_cap_is_capped_and_the_result_says_so(
+    name: str, args: dict[str, Any], cap: int
+) -> None:
+    provider = FakeProvider()
+    output = tools.run_tool(provider, name, args)
+    assert not output.is_error, output.text
+    [(_, call)] = provider.calls
+    used = call.limit if name == "session_search" else call[2]
+    assert used == cap
+    assert f"Note: limit {int(args['limit'])} was capped at {cap}" in output.text
+    assert output.data is not None
+    assert output.data["limit_capped"] == {"requested": int(args["limit"]), "limit": cap}
+    within = tools.run_tool(FakeProvider(), name, {**args, "limit": cap})
+    assert "capped" not in within.text
+    assert within.data is not None and "limit_capped" not in within.data
+
+
+@pytest.mark.parametrize("arguments", [{}, None, "", "{}", {"query": None}])
+def test_a_search_without_a_query_browses(arguments: Any) -> None:
+    provider = FakeProvider()
+    output = tools.run_tool(provider, "session_search", arguments)
+    assert not output.is_error, output.text
+    [(_, request)] = provider.calls
+    assert request.query == "" and request.limit == 10
 
 
 # --- the factory ------------------------------------------------------------------

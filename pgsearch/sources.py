@@ -1,0 +1,148 @@
+"""Where session files are, and their bytes: the file-system side of ingest.
+
+Directories are searched for the files of every format pgsearch reads:
+
+- ``*.jsonl`` (pgsearch's format, Claude Code, Codex CLI, Gemini CLI session logs);
+- Gemini CLI session documents ``chats/session-*.json`` and saved chats
+  ``checkpoint-*.json``;
+- OpenCode session files ``storage/session/<project>/<id>.json``. Each stands for
+  one session: its bytes are the session assembled with its messages
+  (``storage/message/<id>/``) and their parts (``storage/part/<message>/``) into
+  the document ``opencode export`` writes, so a change in any of them is a change
+  of the session. OpenCode's message and part files are not sources of their own.
+  Exports named like their session (``ses_<id>.json``) are found too.
+
+Other ``*.json`` files under a directory are not sessions and are left alone; a file
+named on the command line is read whatever its name.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pgsearch.errors import IngestError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    data: bytes
+    mtime: datetime
+
+
+def is_opencode_session(path: Path) -> bool:
+    """``.../storage/session/<project>/<id>.json`` with OpenCode's message store beside it."""
+    return (
+        path.suffix == ".json"
+        and path.parent.parent.name == "session"
+        and (path.parent.parent.parent / "message").is_dir()
+    )
+
+
+def _is_session_document(path: Path) -> bool:
+    name = path.name
+    if name.startswith(("checkpoint-", "ses_")) and name.endswith(".json"):
+        return True  # a Gemini CLI saved chat; an OpenCode session or its export
+    if name.startswith("session-") and name.endswith(".json") and path.parent.name == "chats":
+        return True
+    return is_opencode_session(path)
+
+
+def _walk(root: Path, problems: list[IngestError] | None) -> list[Path]:
+    found: list[Path] = []
+
+    def unreadable(exc: OSError) -> None:
+        where = exc.filename if exc.filename is not None else root
+        error = IngestError(f"cannot read directory: {exc.strerror or exc}", path=str(where))
+        if problems is None:
+            log.warning("%s", error)
+        else:
+            problems.append(error)
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
+        here = Path(dirpath)
+        # OpenCode's storage: sessions are its session files; their messages and parts
+        # are read with them, and its other files (todos, diffs) are no sessions.
+        if here.name == "storage" and (here / "session").is_dir() and (here / "message").is_dir():
+            dirnames[:] = ["session"]
+        dirnames.sort()
+        for name in filenames:
+            path = here / name
+            if name.endswith(".jsonl") or (name.endswith(".json") and _is_session_document(path)):
+                if path.is_file():
+                    found.append(path)
+    return found
+
+
+def find_sources(
+    paths: Iterable[str | os.PathLike[str]], problems: list[IngestError] | None = None
+) -> list[Path]:
+    """Files named directly, plus the session files of every format under directories
+    (sorted by path within each directory named).
+
+    A directory that cannot be read is not skipped silently: it is added to
+    `problems` (logged as a warning when that is None).
+    """
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(sorted(_walk(path, problems)))
+        else:
+            found.append(path)
+    return found
+
+
+def _read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def _opencode_document(session_file: Path) -> bytes:
+    """The session, its messages and their parts as one export-shaped document."""
+    info = _read_json(session_file)
+    if not isinstance(info, dict):
+        raise IngestError("not a readable OpenCode session file", path=str(session_file))
+    storage = session_file.parent.parent.parent
+    sid = info.get("id") if isinstance(info.get("id"), str) else session_file.stem
+    messages = []
+    message_dir = storage / "message" / str(sid)
+    for message_file in sorted(message_dir.glob("*.json")) if message_dir.is_dir() else ():
+        message = _read_json(message_file)
+        if not isinstance(message, dict):
+            continue
+        mid = message.get("id") if isinstance(message.get("id"), str) else message_file.stem
+        part_dir = storage / "part" / str(mid)
+        parts = [
+            part
+            for part in (
+                _read_json(p)
+                for p in (sorted(part_dir.glob("*.json")) if part_dir.is_dir() else ())
+            )
+            if isinstance(part, dict)
+        ]
+        messages.append({"info": message, "parts": parts})
+    document = {"info": info, "messages": messages}
+    return json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+
+
+def read_source(path: Path, *, shown: str) -> Source:
+    """The bytes ingest reads for `path` (a file's own, or an assembled session)."""
+    if not path.is_file():
+        raise IngestError("not a readable file", path=shown)
+    try:
+        mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        if is_opencode_session(path):
+            return Source(_opencode_document(path), mtime)
+        return Source(path.read_bytes(), mtime)
+    except OSError as exc:
+        raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None

@@ -1,0 +1,83 @@
+"""Ingest's pure helpers: where a file is read from, and which workspace it names."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from pgsearch.db.store import FileRecord
+from pgsearch.ingest import Resume, project_of, resume_point
+
+PARSER = "claude-code/2"
+
+
+def record(data: bytes, *, lines: int, parser: str | None = PARSER) -> FileRecord:
+    return FileRecord("f", len(data), lines, hashlib.sha256(data).hexdigest(), parser)
+
+
+def test_a_file_never_read_is_read_from_the_start() -> None:
+    assert resume_point(b'{"a":1}\n', None, parser=PARSER) == Resume(0, 0)
+
+
+def test_a_grown_file_is_read_on_from_where_the_last_pass_stopped() -> None:
+    old = b'{"a":1}\n{"b":2}\n'
+    assert resume_point(old + b'{"c":3}\n', record(old, lines=2), parser=PARSER) == Resume(
+        len(old), 2
+    )
+
+
+def test_an_unchanged_file_is_not_read_again() -> None:
+    data = b'{"a":1}\n'
+    assert resume_point(data, record(data, lines=1), parser=PARSER) == Resume(
+        len(data), 1, unchanged=True
+    )
+
+
+@pytest.mark.parametrize(
+    "now",
+    [b'{"a":9}\n{"b":2}\n{"c":3}\n', b'{"a":1}\n'],
+    ids=["changed-prefix", "truncated"],
+)
+def test_a_rewritten_or_truncated_file_is_read_again_whole(now: bytes) -> None:
+    old = b'{"a":1}\n{"b":2}\n'
+    assert resume_point(now, record(old, lines=2), parser=PARSER) == Resume(0, 0, rewrite=True)
+
+
+def test_a_file_read_by_another_mapping_is_read_again_whole() -> None:
+    data = b'{"a":1}\n'
+    old = record(data, lines=1, parser="claude-code/1")
+    assert resume_point(data + b'{"b":2}\n', old, parser=PARSER).rewrite
+    # Records from before parser versions were kept: pgsearch's own format is unchanged.
+    legacy = record(data, lines=1, parser=None)
+    assert resume_point(data, legacy, parser="openai/1").unchanged
+    assert resume_point(data, legacy, parser=PARSER).rewrite
+
+
+def test_a_last_line_read_without_its_newline_continues_after_the_newline() -> None:
+    old = b'{"a":1}\n{"b":2}'  # the last pass read the unterminated second line
+    assert resume_point(old + b'\n{"c":3}\n', record(old, lines=2), parser=PARSER) == Resume(
+        len(old) + 1, 2
+    )
+    # More of that same line means it was rewritten, not continued.
+    assert resume_point(old + b"5}\n", record(old, lines=2), parser=PARSER).rewrite
+
+
+def test_a_document_is_read_again_whole_on_any_change() -> None:
+    old = b'{"info": {}, "messages": []}'
+    now = old + b"\n"
+    assert resume_point(now, record(old, lines=0), parser="opencode/1", document=True).rewrite
+
+
+@pytest.mark.parametrize(
+    ("cwd", "project"),
+    [
+        ("/home/dev/shop/.claude/worktrees/agent-3f9a21", "/home/dev/shop"),
+        ("/home/dev/shop/.claude/worktrees/agent-3f9a21/src", "/home/dev/shop"),
+        ("C:\\Users\\dev\\shop\\.claude\\worktrees\\fix-login", "C:\\Users\\dev\\shop"),
+        ("/home/dev/shop", "/home/dev/shop"),
+        ("/home/dev/.claude/projects", "/home/dev/.claude/projects"),
+    ],
+)
+def test_a_worktree_of_a_project_belongs_to_the_project(cwd: str, project: str) -> None:
+    assert project_of(cwd) == project
