@@ -141,7 +141,10 @@ def dsn_of(home: Path) -> str:
 def test_first_run_initialises_migrates_ingests_and_searches_then_stops(home: Path) -> None:
     assert not home.exists()
     out = ok(run(home, "ingest", str(EXAMPLES), "-w", "demo"))
-    assert "3 files, 3 sessions, 21 messages, 0 skipped, 0 errors" in out
+    assert (
+        "3 files (0 unchanged), 3 sessions, 21 messages added, 0 already stored, "
+        "0 bad lines skipped, 0 errors" in out
+    )
     found = json.loads(ok(run(home, "search", "databse lock", "-w", "demo", "--json")))
     assert found["matches"][0]["session_id"] == "cron-refactor"
     state = status(home)
