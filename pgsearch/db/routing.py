@@ -20,8 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pgsearch.db.dsn import parse_error as dsn_parse_error
+from pgsearch.db.dsn import redact_dsn, redact_message
 from pgsearch.db.work import Statement
-from pgsearch.errors import StoreUnavailable
+from pgsearch.errors import ConfigError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,8 @@ class Router(Protocol):
 def router_for(settings: Any) -> Router:
     """The router `settings` call for (`PgSearch.connect` uses this)."""
     read_dsns: Sequence[str] = getattr(settings, "read_dsns", ())
+    for position, dsn in enumerate(read_dsns, 1):
+        _check_read_dsn(dsn, position)
     if read_dsns:
         return ReplicaRouter(
             settings.dsn,
@@ -92,6 +96,16 @@ def router_for(settings: Any) -> Router:
             max_lag_ms=settings.read_max_lag_ms,
         )
     return PrimaryRouter(settings.dsn)
+
+
+def _check_read_dsn(dsn: str, position: int) -> None:
+    problem = dsn_parse_error(dsn)
+    if problem is not None:
+        raise ConfigError(
+            f"PGSEARCH_READ_DSN: standby {position} ({redact_dsn(dsn) or 'empty'}) is not a "
+            f"valid connection string: {redact_message(problem, dsn)}; separate "
+            "standbys with commas"
+        )
 
 
 class PrimaryRouter:
