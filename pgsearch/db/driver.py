@@ -293,6 +293,8 @@ class _Core:
         self.config = config
         self.citus = False
         self._returned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        #: When a connection of each node's pool was last handed out.
+        self._handed_out: dict[str, float] = {}
         self._captures: list[list[UnitRecord]] = []
         self._capture_lock = threading.Lock()
 
@@ -411,12 +413,17 @@ class _Core:
         return _wrapped(exc, context)
 
     def _saturated(self, node: str) -> bool:
-        """Whether every connection `node`'s pool may have is open and in use."""
+        """Whether `node`'s pool timed out because its connections were in use, not
+        because none could be made: every connection it may have is open and busy,
+        or one was handed out within the last two timeouts."""
         pool = getattr(self, "_pools", {}).get(node)
         if pool is None:
             return False
         stats = pool.get_stats()
-        return bool(stats["pool_size"] >= stats["pool_max"] and stats["pool_available"] == 0)
+        if stats["pool_size"] >= stats["pool_max"] and stats["pool_available"] == 0:
+            return True
+        last = self._handed_out.get(node)
+        return last is not None and time.monotonic() - last < 2 * self._timeout(node) + 0.5
 
     def _node_failed(self, node: str, exc: BaseException) -> None:
         """Tell the router that `node` failed (unless it was only busy)."""
@@ -733,6 +740,7 @@ class Driver(_Core):
         pool = self._pools[choice.node]
         try:
             conn = pool.getconn()
+            self._handed_out[choice.node] = time.monotonic()
         except PoolTimeout as exc:
             raise self._error(
                 exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
@@ -897,6 +905,7 @@ class Driver(_Core):
             pool = self._pools[choice.node]
             try:
                 conn = pool.getconn()
+                self._handed_out[choice.node] = time.monotonic()
             except PoolTimeout as exc:
                 error = self._error(
                     exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
@@ -1168,6 +1177,7 @@ class AsyncDriver(_Core):
         pool = self._pools[choice.node]
         try:
             conn = await pool.getconn()
+            self._handed_out[choice.node] = time.monotonic()
         except PoolTimeout as exc:
             raise self._error(
                 exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node

@@ -303,14 +303,8 @@ async def run_task(pg: AsyncPgSearch, actor: _Actor, stop: threading.Event) -> N
             else:
                 token = actor.rng.choice(actor.searchable) if actor.searchable else None
                 query = token or actor.rng.choice(WORDS)
-                search = getattr(provider, "search", None)
-                if search is not None:
-                    found = await search(SessionQueryRequest(query=query, per_session=False))
-                    actor.check_search(token, found.matches)
-                elif actor.mine:  # no async search yet: a page of the session instead
-                    page = await provider.session_messages(actor.session, limit=16)
-                    if not page.messages:
-                        actor.ledger.failure(f"{actor.name}: its session reads empty")
+                found = await provider.search(SessionQueryRequest(query=query, per_session=False))
+                actor.check_search(token, found.matches)
         except StoreError as exc:
             actor.ledger.error(actor.name, op, exc)
         except Exception:
