@@ -744,6 +744,8 @@ class Ingestor:
                 raise IngestError(f"message {i}: {exc}") from None
             if entry.session_id != session_id:
                 raise IngestError(f"message {i}: session_id differs from the append target")
+            for call_id, name in zip(entry.tool_call_ids, entry.tool_names(), strict=False):
+                calls[call_id] = name
             entries.append(entry)
 
         def work() -> Work[int]:
@@ -802,6 +804,16 @@ class Ingestor:
                     path=where,
                     line=first.seq + 1 if source is not None and first is not None else None,
                 )
+        unnamed: dict[str, set[str]] = {}
+        for entry in entries:
+            call_id = _unnamed_call(entry)
+            if call_id is not None and states[entry.session_id].message_count:
+                unnamed.setdefault(entry.session_id, set()).add(call_id)
+        if unnamed:
+            # A tool result whose call was stored earlier (an earlier append, an
+            # earlier pass over a growing file) is named after that call.
+            found = yield from store.tool_call_names(ws, unnamed)
+            entries = [_named(e, found.get(e.session_id, {})) for e in entries]
         turns = {sid: (s.last_turn if continuing else 0) for sid, s in states.items()}
         last_time = {sid: (s.updated_at if continuing else None) for sid, s in states.items()}
         next_seq = {sid: s.next_seq for sid, s in states.items()}
@@ -910,6 +922,21 @@ class Ingestor:
             state.field_terms = ix.terms
             state.field_len = ix.length
         return ix.tsvector, ix.length
+
+
+def _unnamed_call(entry: Entry) -> str | None:
+    """The call id of a tool result that names no tool, if it has one."""
+    if entry.role != "tool" or entry.tool_name is not None or not entry.extra:
+        return None
+    call_id = entry.extra.get("tool_call_id")
+    return call_id if isinstance(call_id, str) and call_id else None
+
+
+def _named(entry: Entry, names: dict[str, str]) -> Entry:
+    call_id = _unnamed_call(entry)
+    if call_id is None or call_id not in names:
+        return entry
+    return replace(entry, tool_name=names[call_id])
 
 
 @dataclass(frozen=True, slots=True)

@@ -238,6 +238,15 @@ FORGET_WORKSPACE: tuple[LiteralString, ...] = (
     "DELETE FROM leaf_titles WHERE workspace_id = %(ws)s",
 )
 
+# The calls an appended tool result answers, when they came in an earlier append:
+# the session's tool calls keep their ids in `extra` (read through the primary key).
+TOOL_CALL_NAMES = """
+SELECT extra -> 'tool_call_ids', tool_name FROM messages
+WHERE workspace_id = %(ws)s AND session_id = %(session_id)s AND kind = 'tool_input'
+  AND extra -> 'tool_call_ids' ?| %(ids)s::text[]
+ORDER BY seq DESC
+"""
+
 # --- reading ------------------------------------------------------------------------
 
 LIST_SESSIONS = """

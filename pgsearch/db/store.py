@@ -39,7 +39,7 @@ from pgsearch.db.work import (
 )
 from pgsearch.errors import NotFound, StoreError
 from pgsearch.normalize import stem
-from pgsearch.policy import scrub_secrets
+from pgsearch.policy import scrub_secrets, split_tool_names
 from pgsearch.rows import StoredMessage, TableSize
 from pgsearch.types import SessionInfo, WorkspaceStats
 
@@ -361,6 +361,32 @@ def update_session(ws: str, state: SessionState, tsv: str, field_len: int) -> Wo
             },
         )
     )
+
+
+def tool_call_names(ws: str, calls: dict[str, set[str]]) -> Work[dict[str, dict[str, str]]]:
+    """For each session of `calls`, the tool name of each of its call ids called
+    earlier in that session (the latest call of an id wins); unknown ids are left out.
+    One round trip."""
+    sessions = sorted(calls)
+    results = yield from fetch_all(
+        [
+            Statement(
+                "tool call names",
+                q.TOOL_CALL_NAMES,
+                {"ws": ws, "session_id": sid, "ids": sorted(calls[sid])},
+                lambda r: (r[0] if isinstance(r[0], list) else [], str(r[1] or "")),
+            )
+            for sid in sessions
+        ]
+    )
+    found: dict[str, dict[str, str]] = {}
+    for sid, rows in zip(sessions, results, strict=True):
+        names = found.setdefault(sid, {})
+        for ids, tool_name in rows:
+            for call_id, name in zip(ids, split_tool_names(tool_name), strict=False):
+                if isinstance(call_id, str):
+                    names.setdefault(call_id, name)
+    return found
 
 
 # --- titles naming their session through a message (Claude Code summaries) ---------

@@ -1,0 +1,85 @@
+"""A stored session's life after its first ingest: appends naming earlier calls,
+forgetting, rewrites, moves and the root a file is read under."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+from pgsearch import PgSearch, SessionQueryRequest
+from tests.helpers import assert_statistics_exact, write_jsonl
+
+
+def _tool_names(dsn: str, ws: str, session_id: str) -> list[tuple[int, str, str | None]]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT seq, kind, tool_name FROM messages WHERE workspace_id = %s "
+            "AND session_id = %s ORDER BY seq",
+            (ws, session_id),
+        ).fetchall()
+    return [(int(r[0]), str(r[1]), r[2]) for r in rows]
+
+
+def _call(call_id: str, name: str) -> dict[str, object]:
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": call_id, "function": {"name": name, "arguments": "{}"}}],
+    }
+
+
+# --- appends ------------------------------------------------------------------------
+
+
+def test_appended_tool_results_take_the_name_of_their_call(pg: PgSearch, dsn: str) -> None:
+    """In the same append, or in a later one, as file ingest names them."""
+    pg.append(
+        workspace="w",
+        session_id="s",
+        messages=[
+            {"role": "user", "content": "find the flaky test"},
+            _call("call-1", "ripgrep"),
+            {"role": "tool", "tool_call_id": "call-1", "content": "Error: no such path"},
+        ],
+    )
+    pg.append(
+        workspace="w",
+        session_id="s",
+        messages=[{"role": "tool", "tool_call_id": "call-1", "content": "Error: still missing"}],
+    )
+    pg.append(
+        workspace="w",
+        session_id="s",
+        messages=[
+            _call("call-2", "read_file"),
+            {"role": "tool", "tool_call_id": "call-2", "name": "chosen", "content": "ok"},
+            {"role": "tool", "tool_call_id": "unknown", "content": "orphan"},
+        ],
+    )
+    assert _tool_names(dsn, "w", "s") == [
+        (0, "user_text", None),
+        (1, "tool_input", "ripgrep"),
+        (2, "tool_error", "ripgrep"),
+        (3, "tool_error", "ripgrep"),
+        (4, "tool_input", "read_file"),
+        (5, "tool_output", "chosen"),  # a name given with the result stays
+        (6, "tool_output", None),
+    ]
+    hits = pg.search(
+        SessionQueryRequest(query="missing", tool_name="ripgrep", kinds=("tool_error",)),
+        workspace="w",
+    )
+    assert [(m.session_id, m.seq) for m in hits.matches] == [("s", 3)]
+    assert_statistics_exact(dsn, "w")
+
+
+def test_a_grown_file_names_results_of_calls_read_in_an_earlier_pass(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "go"}, _call("c9", "ls")])
+    pg.ingest_file(path, workspace="w")
+    with path.open("a") as fh:
+        fh.write('{"role": "tool", "tool_call_id": "c9", "content": "a.txt"}\n')
+    pg.ingest_file(path, workspace="w")
+    assert _tool_names(dsn, "w", "s")[-1] == (2, "tool_output", "ls")
