@@ -331,6 +331,19 @@ def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
             q.TOOL_CALL_NAMES,
             {"ws": ws, "session_id": "ws-a-s3", "ids": ["c1", "c7"]},
         ),
+        "forget tombstone": (
+            q.FORGET_TOMBSTONE,
+            {"ws": ws, "session_id": "ws-a-s3", "source": "/logs/ws-a-s3.jsonl"},
+        ),
+        "forgotten among": (
+            q.FORGOTTEN_AMONG,
+            {"ws": ws, "ids": ["ws-a-s3", "ws-a-s4"], "source": "/logs/ws-a-s3.jsonl"},
+        ),
+        "restore forgotten": (q.RESTORE_FORGOTTEN, {"ws": ws, "source": "/logs/ws-a-s3.jsonl"}),
+        "sessions from source": (
+            q.SESSIONS_FROM_SOURCE,
+            {"ws": ws, "source": "/logs/ws-a-s3.jsonl"},
+        ),
     }
 
 

@@ -83,3 +83,80 @@ def test_a_grown_file_names_results_of_calls_read_in_an_earlier_pass(
         fh.write('{"role": "tool", "tool_call_id": "c9", "content": "a.txt"}\n')
     pg.ingest_file(path, workspace="w")
     assert _tool_names(dsn, "w", "s")[-1] == (2, "tool_output", "ls")
+
+
+# --- forgetting ---------------------------------------------------------------------
+
+
+def _sessions(pg: PgSearch, ws: str = "w") -> dict[str, int]:
+    return {s.session_id: s.message_count for s in pg.sessions(workspace=ws)}
+
+
+def test_a_forgotten_session_stays_forgotten_until_asked_back(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    """Re-ingesting the file, unchanged or grown, in a run or alone, does not bring a
+    forgotten session back; `include_forgotten` does, whole."""
+    regret = write_jsonl(
+        tmp_path / "regret.jsonl",
+        [
+            {"role": "user", "content": "my password is zebracorn"},
+            {"role": "assistant", "content": "ok"},
+        ],
+    )
+    keep = write_jsonl(tmp_path / "keep.jsonl", [{"role": "user", "content": "ordinary words"}])
+    pg.ingest_paths([tmp_path], workspace="w")
+    assert pg.forget(workspace="w", session_id="regret") == 2
+    again = pg.ingest_paths([tmp_path], workspace="w")
+    assert (again.messages, _sessions(pg)) == (0, {"keep": 1})
+    with regret.open("a") as fh:
+        fh.write('{"role": "user", "content": "one more zebracorn"}\n')
+    grown = pg.ingest_file(regret, workspace="w")
+    assert (grown.messages, grown.forgotten, grown.sessions) == (0, 1, set())
+    report = pg.ingest_paths([tmp_path], workspace="w")
+    assert report.messages == 0 and _sessions(pg) == {"keep": 1}
+    assert not pg.search(SessionQueryRequest(query="zebracorn"), workspace="w").matches
+    assert_statistics_exact(dsn, "w")
+
+    back = pg.ingest_paths([tmp_path], workspace="w", include_forgotten=True)
+    assert (back.messages, back.restored) == (3, 1)
+    assert _sessions(pg) == {"keep": 1, "regret": 3}
+    assert "1 forgotten sessions brought back" in back.summary()
+    assert_statistics_exact(dsn, "w")
+    # Forgotten again: it stays forgotten again.
+    pg.forget(workspace="w", session_id="regret")
+    assert pg.ingest_file(regret, workspace="w").messages == 0
+    assert _sessions(pg) == {"keep": 1}
+    assert keep.exists()
+
+
+def test_a_forgotten_sub_agent_stays_forgotten_while_its_parent_grows(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    """One file, several sessions: forgetting one keeps the others growing."""
+    path = write_jsonl(
+        tmp_path / "two.jsonl",
+        [
+            {"role": "user", "content": "first", "session_id": "a"},
+            {"role": "user", "content": "second", "session_id": "b"},
+        ],
+    )
+    pg.ingest_file(path, workspace="w")
+    pg.forget(workspace="w", session_id="b")
+    with path.open("a") as fh:
+        fh.write('{"role": "user", "content": "third", "session_id": "a"}\n')
+        fh.write('{"role": "user", "content": "fourth", "session_id": "b"}\n')
+    result = pg.ingest_file(path, workspace="w")
+    assert (result.messages, result.forgotten) == (1, 1)
+    assert _sessions(pg) == {"a": 2}
+    assert_statistics_exact(dsn, "w")
+
+
+def test_forgetting_a_workspace_lets_its_files_be_ingested_afresh(
+    pg: PgSearch, tmp_path: Path
+) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "hello"}])
+    pg.ingest_file(path, workspace="w")
+    pg.forget(workspace="w", session_id="s")
+    pg.forget(workspace="w")
+    assert pg.ingest_file(path, workspace="w").messages == 1
