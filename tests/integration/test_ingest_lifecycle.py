@@ -160,3 +160,75 @@ def test_forgetting_a_workspace_lets_its_files_be_ingested_afresh(
     pg.forget(workspace="w", session_id="s")
     pg.forget(workspace="w")
     assert pg.ingest_file(path, workspace="w").messages == 1
+
+
+# --- rewrites -----------------------------------------------------------------------
+
+
+def _contents(dsn: str, ws: str = "w") -> list[tuple[str, int, str]]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT session_id, seq, content FROM messages WHERE workspace_id = %s "
+            "ORDER BY session_id, seq",
+            (ws,),
+        ).fetchall()
+    return [(str(r[0]), int(r[1]), str(r[2])) for r in rows]
+
+
+def test_a_rewritten_plain_file_replaces_its_sessions_with_its_new_content(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    """Shorter, same size or longer, with its sessions renamed: what is stored is the
+    file as it is now, and a secret the user removed is gone from text and index."""
+    path = tmp_path / "notes.jsonl"
+    write_jsonl(
+        path,
+        [
+            {"role": "user", "content": "deploy with token quokkasecret please"},
+            {"role": "assistant", "content": "deployed"},
+            {"role": "user", "content": "thanks"},
+        ],
+    )
+    pg.ingest_file(path, workspace="w")
+    # The user removes the line they regret (the file shrinks).
+    write_jsonl(
+        path, [{"role": "user", "content": "deploy please"}, {"role": "assistant", "content": "ok"}]
+    )
+    shrunk = pg.ingest_file(path, workspace="w")
+    assert shrunk.rewritten and shrunk.messages == 2
+    assert _contents(dsn) == [("notes", 0, "deploy please"), ("notes", 1, "ok")]
+    assert not pg.search(SessionQueryRequest(query="quokkasecret"), workspace="w").matches
+    # Same size, one byte changed.
+    write_jsonl(
+        path, [{"role": "user", "content": "deploy pleaze"}, {"role": "assistant", "content": "ok"}]
+    )
+    assert pg.ingest_file(path, workspace="w").rewritten
+    assert _contents(dsn)[0] == ("notes", 0, "deploy pleaze")
+    # Longer, and its lines now name another session.
+    write_jsonl(
+        path,
+        [
+            {"role": "user", "content": "first", "session_id": "renamed"},
+            {"role": "user", "content": "second", "session_id": "renamed"},
+            {"role": "user", "content": "third", "session_id": "renamed"},
+        ],
+    )
+    grown = pg.ingest_file(path, workspace="w")
+    assert grown.rewritten and grown.messages == 3
+    assert [r[0] for r in _contents(dsn)] == ["renamed"] * 3
+    assert {s.session_id for s in pg.sessions(workspace="w")} == {"renamed"}
+    assert_statistics_exact(dsn, "w")
+
+
+def test_a_rewrite_that_does_not_parse_is_an_error_and_keeps_nothing_new(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    path = write_jsonl(tmp_path / "s.jsonl", [{"role": "user", "content": "old text"}])
+    pg.ingest_file(path, workspace="w")
+    path.write_text('{"role": "user", "content": "new text"}\n{broken\n', encoding="utf-8")
+    report = pg.ingest_paths([path], workspace="w")
+    assert [e.line for e in report.errors] == [2]
+    assert _contents(dsn) == [("s", 0, "old text")]  # said so, changed nothing
+    path.write_text('{"role": "user", "content": "new text"}\n', encoding="utf-8")
+    assert pg.ingest_paths([path], workspace="w").messages == 1
+    assert _contents(dsn) == [("s", 0, "new text")]
