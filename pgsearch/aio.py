@@ -106,6 +106,7 @@ class AsyncPgSearch:
         roots: Sequence[str | os.PathLike[str]] | None = None,
         format: str = "auto",
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> FileResult:
         """As `PgSearch.ingest_file`. The file is read, parsed and indexed in a worker
         thread, against its record as last stored; the write is one transaction on
@@ -137,6 +138,7 @@ class AsyncPgSearch:
             records.get(str(real)),
             session_id,
             format,
+            include_forgotten,
         )
         return await self._driver.run(unit)
 

@@ -183,13 +183,15 @@ class PgSearch:
         roots: Sequence[str | os.PathLike[str]] | None = None,
         format: str = "auto",
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> FileResult:
         """Ingest one session file (one transaction); raises `IngestError`.
 
         `format`: ``auto`` (detected per file), ``openai``, ``claude-code``,
         ``codex``, ``gemini`` or ``opencode``. With `workspace_from_cwd`, an agent log
         goes to the workspace named by its working directory (`workspace` when it
-        names none; `FileResult.no_cwd` then says so).
+        names none; `FileResult.no_cwd` then says so). A session forgotten with
+        `forget` stays forgotten unless `include_forgotten` brings it back.
         """
         return self._ingestor.ingest_file(
             path,
@@ -198,6 +200,7 @@ class PgSearch:
             roots=_roots(roots),
             format=format,
             workspace_from_cwd=workspace_from_cwd,
+            include_forgotten=include_forgotten,
         )
 
     def ingest_paths(
@@ -209,6 +212,7 @@ class PgSearch:
         on_file: Callable[[FileResult], None] | None = None,
         format: str = "auto",
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> IngestReport:
         """Ingest files and directories (the session files of every format pgsearch
         reads, `pgsearch.sources`); bad files are reported, not raised."""
@@ -219,6 +223,7 @@ class PgSearch:
             on_file=on_file,
             format=format,
             workspace_from_cwd=workspace_from_cwd,
+            include_forgotten=include_forgotten,
         )
 
     def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
@@ -228,7 +233,12 @@ class PgSearch:
         )
 
     def forget(self, *, workspace: str, session_id: str | None = None) -> int:
-        """Delete a session (or a whole workspace); statistics follow. Returns messages deleted."""
+        """Delete a session (or a whole workspace); statistics follow. Returns messages deleted.
+
+        A forgotten session stays forgotten when its file is ingested again (or
+        watched); ``ingest_file(..., include_forgotten=True)`` brings it back.
+        Forgetting a whole workspace removes everything, so its files can be
+        ingested afresh."""
         return self._driver.run(forget_unit(workspace, session_id))
 
     # --- reading ------------------------------------------------------------------

@@ -236,6 +236,11 @@ def migrate(ctx: Context, revision: str, create: bool, downgrade: bool) -> None:
     "(--workspace for files that name none).",
 )
 @click.option(
+    "--include-forgotten",
+    is_flag=True,
+    help="Bring back sessions removed with `pgsearch forget` (they stay forgotten otherwise).",
+)
+@click.option(
     "--watch",
     is_flag=True,
     help="Keep running: ingest files as they appear and grow, until Ctrl-C.",
@@ -257,6 +262,7 @@ def ingest(
     quiet: bool,
     fmt: str,
     workspace_from_cwd: bool,
+    include_forgotten: bool,
     watch: bool,
     interval: float,
 ) -> None:
@@ -273,6 +279,9 @@ def ingest(
 
     With --watch, files are polled and re-ingested as they grow (a rewritten file is
     re-read whole); Ctrl-C stops and prints a summary.
+
+    A session removed with `pgsearch forget` stays forgotten when its file is
+    ingested or watched again; --include-forgotten brings it back.
     """
     if watch:
         _watch(
@@ -282,6 +291,7 @@ def ingest(
             roots=roots,
             fmt=fmt,
             workspace_from_cwd=workspace_from_cwd,
+            include_forgotten=include_forgotten,
             interval=interval,
             quiet=quiet,
         )
@@ -321,6 +331,7 @@ def ingest(
                     on_file=tick,
                     format=fmt,
                     workspace_from_cwd=workspace_from_cwd,
+                    include_forgotten=include_forgotten,
                 )
             for line in errors:
                 _echo(f"pgsearch: {line}", err=True)
@@ -332,6 +343,7 @@ def ingest(
                 on_file=note,
                 format=fmt,
                 workspace_from_cwd=workspace_from_cwd,
+                include_forgotten=include_forgotten,
             )
     _echo(report.summary())
     if report.errors:
@@ -609,7 +621,12 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
 @pass_ctx
 @handle_errors
 def forget(ctx: Context, workspace: str, session_id: str | None, yes: bool) -> None:
-    """Delete a session (or a whole workspace) and update statistics."""
+    """Delete a session (or a whole workspace) and update statistics.
+
+    A forgotten session stays forgotten: ingesting or watching its file again skips
+    it, until `pgsearch ingest --include-forgotten`. Forgetting a whole workspace
+    removes everything of it; ingesting its files again starts afresh.
+    """
     if (
         session_id is None
         and not yes
@@ -709,10 +726,14 @@ def _watch(
     roots: Sequence[str],
     fmt: str,
     workspace_from_cwd: bool,
+    include_forgotten: bool,
     interval: float,
     quiet: bool,
 ) -> None:
-    """`pgsearch ingest --watch`: poll until Ctrl-C (or SIGTERM), then print a summary."""
+    """`pgsearch ingest --watch`: poll until Ctrl-C (or SIGTERM), then print a summary.
+
+    With `include_forgotten`, the first pass over each file brings its forgotten
+    sessions back; later passes leave what is forgotten afterwards forgotten."""
     import signal
     from pathlib import Path
 
@@ -727,14 +748,18 @@ def _watch(
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with ctx.open() as pg:
+            seen: set[Path] = set()
 
             def ingest_one(path: Path) -> FileResult:
+                first = path not in seen
+                seen.add(path)
                 return pg.ingest_file(
                     path,
                     workspace=workspace,
                     roots=roots or None,
                     format=fmt,
                     workspace_from_cwd=workspace_from_cwd,
+                    include_forgotten=include_forgotten and first,
                 )
 
             def note(result: FileResult) -> None:

@@ -230,6 +230,26 @@ SELECT session_id FROM sessions
 WHERE workspace_id = %(ws)s AND source = %(source)s ORDER BY session_id
 """
 
+# A session the user forgot stays forgotten: ingest skips its entries (by its id, or
+# by the file it came from) until they are asked for back.
+FORGET_TOMBSTONE = """
+INSERT INTO forgotten_sessions (workspace_id, session_id, source)
+VALUES (%(ws)s, %(session_id)s, %(source)s)
+ON CONFLICT (workspace_id, session_id) DO UPDATE
+SET source = EXCLUDED.source, forgotten_at = now()
+"""
+
+FORGOTTEN_AMONG = """
+SELECT session_id FROM forgotten_sessions
+WHERE workspace_id = %(ws)s AND (session_id = ANY(%(ids)s::text[]) OR source = %(source)s)
+ORDER BY session_id
+"""
+
+RESTORE_FORGOTTEN = """
+DELETE FROM forgotten_sessions WHERE workspace_id = %(ws)s AND source = %(source)s
+RETURNING session_id
+"""
+
 FORGET_WORKSPACE: tuple[LiteralString, ...] = (
     "DELETE FROM messages WHERE workspace_id = %(ws)s",
     "DELETE FROM sessions WHERE workspace_id = %(ws)s",
@@ -237,7 +257,17 @@ FORGET_WORKSPACE: tuple[LiteralString, ...] = (
     "DELETE FROM workspace_stats WHERE workspace_id = %(ws)s",
     "DELETE FROM ingested_files WHERE workspace_id = %(ws)s",
     "DELETE FROM leaf_titles WHERE workspace_id = %(ws)s",
+    "DELETE FROM forgotten_sessions WHERE workspace_id = %(ws)s",
 )
+
+# The calls an appended tool result answers, when they came in an earlier append:
+# the session's tool calls keep their ids in `extra` (read through the primary key).
+TOOL_CALL_NAMES = """
+SELECT extra -> 'tool_call_ids', tool_name FROM messages
+WHERE workspace_id = %(ws)s AND session_id = %(session_id)s AND kind = 'tool_input'
+  AND extra -> 'tool_call_ids' ?| %(ids)s::text[]
+ORDER BY seq DESC
+"""
 
 # --- reading ------------------------------------------------------------------------
 
@@ -268,6 +298,7 @@ TENANT_TABLES = (
     "vocabulary",
     "ingested_files",
     "leaf_titles",
+    "forgotten_sessions",
 )
 
 TABLE_SIZES = """
