@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
-from psycopg import sql
+from psycopg import pq, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
@@ -204,6 +204,11 @@ class _Rejected(Exception):
     """The router rejected the node after seeing its probe."""
 
 
+class _Busy(StoreUnavailable):
+    """Every connection of a standby's pool is in use: the read goes elsewhere, and
+    the router is not told (nothing is wrong with the standby)."""
+
+
 def _wrapped(exc: BaseException, context: str) -> PgSearchError:
     """`exc` as the pgsearch error `wrap_errors` makes of it (cause kept)."""
     try:
@@ -216,7 +221,18 @@ def _wrapped(exc: BaseException, context: str) -> PgSearchError:
 
 
 def _lost(conn: Connection | AsyncConnection, exc: BaseException) -> bool:
-    return isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed)
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    if conn.broken or conn.closed:
+        return True
+    if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+        # The server went away in the middle of a pipeline and psycopg, unable to
+        # leave pipeline mode ("cannot exit pipeline mode while busy"), raised that
+        # instead of the connection's end. Nothing more can be sent on it: close it
+        # (the pool then discards it) and treat it as the lost connection it is.
+        conn.pgconn.finish()
+        return True
+    return False
 
 
 def retriable(exc: BaseException) -> bool:
@@ -277,6 +293,8 @@ class _Core:
         self.config = config
         self.citus = False
         self._returned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        #: When a connection of each node's pool was last handed out.
+        self._handed_out: dict[str, float] = {}
         self._captures: list[list[UnitRecord]] = []
         self._capture_lock = threading.Lock()
 
@@ -376,6 +394,8 @@ class _Core:
             # Waited the pool's whole timeout already: retrying on the primary would
             # only multiply the wait; a standby is skipped and the read goes elsewhere.
             kind = StoreError if node == PRIMARY else StoreUnavailable
+            if node != PRIMARY and self._saturated(node):
+                kind = _Busy
             return kind(
                 f"{prefix}database unavailable: no connection within "
                 f"{self._timeout(node):g} s ({_first_line(exc)})"
@@ -391,6 +411,24 @@ class _Core:
             out.__cause__ = exc
             return out
         return _wrapped(exc, context)
+
+    def _saturated(self, node: str) -> bool:
+        """Whether `node`'s pool timed out because its connections were in use, not
+        because none could be made: every connection it may have is open and busy,
+        or one was handed out within the last two timeouts."""
+        pool = getattr(self, "_pools", {}).get(node)
+        if pool is None:
+            return False
+        stats = pool.get_stats()
+        if stats["pool_size"] >= stats["pool_max"] and stats["pool_available"] == 0:
+            return True
+        last = self._handed_out.get(node)
+        return last is not None and time.monotonic() - last < 2 * self._timeout(node) + 0.5
+
+    def _node_failed(self, node: str, exc: BaseException) -> None:
+        """Tell the router that `node` failed (unless it was only busy)."""
+        if not isinstance(exc, _Busy):
+            self.router.failed(node, exc)
 
     # --- observing -----------------------------------------------------------------
 
@@ -681,9 +719,9 @@ class Driver(_Core):
             except PgSearchError as exc:
                 node_failed = _node_failure(exc, choice.node)
                 if node_failed:
-                    self.router.failed(choice.node, exc)
+                    self._node_failed(choice.node, exc)
                     excluded.add(choice.node)
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         self._pools[choice.node].check()
                 if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
                     self._publish(rec.record(exc))
@@ -702,6 +740,7 @@ class Driver(_Core):
         pool = self._pools[choice.node]
         try:
             conn = pool.getconn()
+            self._handed_out[choice.node] = time.monotonic()
         except PoolTimeout as exc:
             raise self._error(
                 exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
@@ -832,10 +871,10 @@ class Driver(_Core):
             except BaseException as exc:
                 self._rollback(conn)
                 if _node_failure(exc, node):
-                    self.router.failed(node, exc)
+                    self._node_failed(node, exc)
                     excluded.add(node)
                     attempts.node_failed = True
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         pool.check()
                 self._publish(rec.record(exc))
                 pool.putconn(conn)
@@ -866,6 +905,7 @@ class Driver(_Core):
             pool = self._pools[choice.node]
             try:
                 conn = pool.getconn()
+                self._handed_out[choice.node] = time.monotonic()
             except PoolTimeout as exc:
                 error = self._error(
                     exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
@@ -873,7 +913,7 @@ class Driver(_Core):
                 if not _node_failure(error, choice.node) or attempt == RETRY_ATTEMPTS:
                     self._publish(rec.record(error))
                     raise error from exc
-                self.router.failed(choice.node, error)
+                self._node_failed(choice.node, error)
                 excluded.add(choice.node)
                 continue
             tx = Tx(self, conn, unit, rec)
@@ -885,9 +925,9 @@ class Driver(_Core):
                 self._rollback(conn)
                 node_failed = _node_failure(exc, choice.node)
                 if node_failed:
-                    self.router.failed(choice.node, exc)
+                    self._node_failed(choice.node, exc)
                     excluded.add(choice.node)
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         pool.check()
                 pool.putconn(conn)
                 if attempt == RETRY_ATTEMPTS or not (node_failed or retriable(exc)):
@@ -1116,9 +1156,9 @@ class AsyncDriver(_Core):
             except PgSearchError as exc:
                 node_failed = _node_failure(exc, choice.node)
                 if node_failed:
-                    self.router.failed(choice.node, exc)
+                    self._node_failed(choice.node, exc)
                     excluded.add(choice.node)
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         await self._pools[choice.node].check()
                 if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
                     self._publish(rec.record(exc))
@@ -1137,6 +1177,7 @@ class AsyncDriver(_Core):
         pool = self._pools[choice.node]
         try:
             conn = await pool.getconn()
+            self._handed_out[choice.node] = time.monotonic()
         except PoolTimeout as exc:
             raise self._error(
                 exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
