@@ -34,6 +34,7 @@ from pgsearch import PgSearch, SessionQueryRequest, Settings
 from pgsearch.aio import AsyncPgSearch
 from pgsearch.db.citus import CROSS_WORKSPACE
 from pgsearch.db.driver import UnitRecord
+from pgsearch.db.routing import replay_probe
 from pgsearch.tools import session_tools
 from tests.citus.conftest import Schemas
 from tests.helpers import assert_statistics_exact
@@ -333,9 +334,24 @@ def test_every_statement_shape_is_a_router_query(proof: Any) -> None:
     print(f"\nrouter proof: {len(shapes)} statement shapes checked ({pulled} INSERT ... SELECT)")
 
 
+def test_the_standby_probe_reads_no_distributed_table(proof: Any) -> None:
+    """A read replica's probe (PGSEARCH_READ_DSN, one standby per node's primary)
+    asks the node itself and touches no table: nothing for Citus to route."""
+    dsn, _ = proof
+    with psycopg.connect(dsn) as conn:
+        for probe in (replay_probe(None, 0), replay_probe("0/0", 100)):
+            row = conn.execute("EXPLAIN (FORMAT JSON) " + str(probe.sql), probe.params).fetchone()
+            assert row is not None and _tasks(row[0]) == []
+            assert conn.execute(probe.sql, probe.params).fetchall()
+
+
+#: Statements checked on their own above (not part of the exercised run).
+NODE_PROBES = {"standby probe"}
+
+
 def test_every_statement_name_was_exercised(proof: Any) -> None:
     _, units = proof
-    seen = {s.name for u in units for s in u.statements}
+    seen = {s.name for u in units for s in u.statements} | NODE_PROBES
     missing = _names_in_source() - seen - CROSS_WORKSPACE - INFRASTRUCTURE
     assert missing == set(), f"statements never run by the router proof: {sorted(missing)}"
     assert CROSS_WORKSPACE <= seen
