@@ -150,17 +150,20 @@ class PgSearch:
         *,
         create: bool = False,
         downgrade: bool = False,
+        distribute: bool = False,
     ) -> str | None:
         """Upgrade the schema of `dsn` (default: settings) to `revision`.
 
         With `create`, the database itself is created first when it does not exist.
         With `downgrade`, the schema goes down to `revision` instead; a `revision` on
         the wrong side of the current one is refused with what to run instead.
+        With `distribute`, a schema whose tables are local is then distributed over
+        the Citus cluster the database belongs to, rows included (`pgsearch.db.citus`).
         """
         target = Settings.from_env().dsn if dsn is None else dsn
         if create:
             migrations.create_database(target)
-        return migrations.migrate(target, revision, downgrade=downgrade)
+        return migrations.migrate(target, revision, downgrade=downgrade, distribute=distribute)
 
     def close(self) -> None:
         """Close the pool (waits for calls in flight to return their connections)."""
