@@ -945,7 +945,9 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port."
+)
 @click.option(
     "--open",
     "open_mode",

@@ -252,16 +252,6 @@ class Api:
 
     # --- handlers ---------------------------------------------------------------------
 
-    async def search(self, request: Request) -> Response:
-        caller = await self.caller(request)
-        body = await _json_body(request, inputs.MAX_SEARCH_BODY)
-        query, capped = inputs.search_request(body, caller.scope)
-        result = await self._provider(caller).search(query)
-        data = result.to_json()
-        if capped:
-            data["limit_capped"] = {"limit": query.limit}
-        return JSONResponse(data)
-
     async def around(self, request: Request) -> Response:
         caller = await self.caller(request)
         seq, before, after = inputs.around_params(request.query_params)
@@ -488,7 +478,6 @@ def create_app(
         route("/healthz", api.healthz, "GET"),
         route("/openapi.json", api.openapi, "GET"),
         route("/v1/whoami", api.whoami, "GET"),
-        route("/v1/search", api.search, "POST"),
         route("/v1/sessions", api.sessions, "GET"),
         route("/v1/sessions/{session_id:path}/around", api.around, "GET"),
         route("/v1/sessions/{session_id:path}/messages", api.messages, "GET"),

@@ -23,7 +23,7 @@ def test_no_token_is_401_with_a_bearer_challenge(server: LiveServer) -> None:
         assert response.status_code == 401, path
         assert error_code(response) == "unauthorized"
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
-    assert client(server).post("/v1/search", {"query": "cron"}).status_code == 401
+    assert client(server).post("/v1/append", {"session_id": "s"}).status_code == 401
 
 
 def test_unknown_malformed_and_non_bearer_credentials_are_401(
@@ -133,7 +133,7 @@ def test_messages_page_through_a_session(server: LiveServer, tokens: dict[str, s
 def test_session_ids_with_slashes_and_unicode_round_trip(
     server: LiveServer, tokens: dict[str, str]
 ) -> None:
-    odd = "team/α β?#%"
+    odd = "team/\u03b1 \u03b2?#%"
     with PgSearch.connect(server_dsn_of(server)) as pg:
         pg.append(
             workspace=WORKSPACE,
@@ -293,7 +293,7 @@ def test_unknown_paths_and_methods_are_json_errors(
     c = client(server, tokens["read"])
     missing = c.get("/v1/nothing-here")
     assert missing.status_code == 404 and error_code(missing) == "not_found"
-    wrong = c.get("/v1/search")
+    wrong = c.get("/v1/append")
     assert wrong.status_code == 405 and error_code(wrong) == "method_not_allowed"
 
 
