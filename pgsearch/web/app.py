@@ -442,7 +442,11 @@ def _guarded(handler: Handler) -> Handler:
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        return error_response("method_not_allowed", f"{request.method} is not allowed here")
+        return error_response(
+            "method_not_allowed",
+            f"{request.method[:20]} is not allowed here",
+            dict(exc.headers or {}),  # Allow: the methods that are
+        )
     if exc.status_code == 404:
         return error_response("not_found", f"no such path: {request.url.path[:200]}")
     return error_response("invalid_query", str(exc.detail))
