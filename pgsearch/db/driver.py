@@ -138,6 +138,8 @@ class DriverConfig:
     #: little before the router is told and the read goes elsewhere.
     standby_pool_timeout: float = 1.0
     application_name: str = "pgsearch"
+    #: On Citus, fail any multi-shard statement of a workspace-bound unit.
+    single_shard: bool = False
 
     @classmethod
     def from_settings(cls, settings: Any) -> DriverConfig:
@@ -150,6 +152,7 @@ class DriverConfig:
             pool_max=settings.pool_max,
             pool_timeout=settings.pool_timeout,
             standby_pool_timeout=getattr(settings, "read_connect_timeout_ms", 1000) / 1000,
+            single_shard=settings.citus_single_shard,
         )
 
 
@@ -168,12 +171,15 @@ class UnitRecord:
     #: ``EXPLAIN`` output per explainable statement (units run with `explain`).
     plans: tuple[str, ...] = ()
     error: str | None = None
+    #: The workspace the unit was bound to (None: work across workspaces).
+    workspace: str | None = None
 
 
 @dataclass(slots=True)
 class _Recorder:
     unit_context: str
     write: bool
+    workspace: str | None = None
     node: str = PRIMARY
     attempts: int = 0
     round_trips: int = 0
@@ -197,6 +203,7 @@ class _Recorder:
             statements=tuple(self.statements),
             plans=tuple(self.plans),
             error=None if error is None else str(error),
+            workspace=self.workspace,
         )
 
 
@@ -322,6 +329,9 @@ class _Core:
                     sql.Literal(self.config.trigram_threshold)
                 )
             )
+            if self.config.single_shard and unit.workspace is not None:
+                # Work bound to one workspace never needs a second shard.
+                local.append(sql.SQL("SET LOCAL citus.multi_task_query_log_level = error"))
         if unit.search:
             local.append(sql.SQL("SET LOCAL enable_seqscan = off"))
         timeout = self.config.write_timeout_ms if unit.write else self.config.read_timeout_ms
@@ -697,7 +707,7 @@ class Driver(_Core):
 
     def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
-        rec = _Recorder(unit.context, unit.write)
+        rec = _Recorder(unit.context, unit.write, unit.workspace)
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
             choice = self.router.choose(
@@ -861,7 +871,7 @@ class Driver(_Core):
         )
         attempts = _attempts.get() or _Attempts()
         excluded = attempts.excluded
-        rec = _Recorder(context, write)
+        rec = _Recorder(context, write, workspace)
         pool, conn, node, tx = self._open(unit, rec, excluded)
         token = _current_tx.set(tx)
         try:
@@ -1134,7 +1144,7 @@ class AsyncDriver(_Core):
 
     async def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
-        rec = _Recorder(unit.context, unit.write)
+        rec = _Recorder(unit.context, unit.write, unit.workspace)
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
             choice = self.router.choose(
