@@ -82,6 +82,11 @@ FUZZY_MIN_CHARS = 5
 ONE_EDIT_MAX_CHARS = 8
 #: Lengths of the words that get prefix expansions.
 PREFIX_CHARS = (3, 4)
+#: Vocabulary terms a query may look up per word the word limit allows. A Latin word
+#: reads its exact, stem and prefix or typo rows; a CJK pair only its exact row, so a
+#: CJK sentence of a few hundred characters costs less than 32 typo lookups
+#: (tests/reliability/test_bounded_work.py runs the largest of each).
+LOOKUPS_PER_WORD = 8
 
 #: The expansions of one word.
 Group = tuple[Expansion, ...]
@@ -137,6 +142,16 @@ class ParsedQuery:
         return tuple(dict.fromkeys(w.text for w in self.words))
 
     @property
+    def searched_words(self) -> int:
+        """Distinct words as the query limit counts them: each word, and each run of
+        CJK characters once (it is searched as one phrase of its pairs)."""
+        runs = {
+            tuple(w.text for w in self.words if w.run == run)
+            for run in {w.run for w in self.words if w.run is not None}
+        }
+        return len({w.text for w in self.words if w.run is None}) + len(runs)
+
+    @property
     def unit_texts(self) -> tuple[tuple[str, ...], ...]:
         """Each distinct unit's distinct words, in order."""
         by_unit: dict[int, list[str]] = {}
@@ -169,13 +184,35 @@ class ParsedQuery:
         )
 
 
+def max_lookups(max_terms: int) -> int:
+    """Most distinct terms a query may look up in the vocabulary (`LOOKUPS_PER_WORD`
+    per word the limit allows)."""
+    return max_terms * LOOKUPS_PER_WORD
+
+
 def parse_query(query: str, *, max_terms: int) -> ParsedQuery:
-    """`query` split into words and phrases; `InvalidQuery` beyond `max_terms` words."""
+    """`query` split into words and phrases, within the limits of the work it makes.
+
+    Two limits, both about work rather than characters: at most `max_terms` distinct
+    words, counting a run of CJK characters as the one phrase it is searched as; and
+    at most `max_lookups(max_terms)` distinct terms to look up, where a word is one
+    term and a CJK run of n characters n - 1 (its overlapping pairs, each an exact
+    lookup and no expansion). `InvalidQuery` names the limit passed.
+    """
     words, phrases = query_words(query)
     parsed = ParsedQuery(words=tuple(words), phrases=tuple(tuple(p) for p in phrases))
-    if len(parsed.texts) > max_terms:
+    searched = parsed.searched_words
+    runs = any(w.run is not None for w in parsed.words)
+    if searched > max_terms:
+        counted = " (a run of CJK characters counts as one)" if runs else ""
         raise InvalidQuery(
-            f"query has {len(parsed.texts)} distinct words; the limit is {max_terms}"
+            f"query has {searched} distinct words{counted}; the limit is {max_terms}"
+        )
+    lookups = len(parsed.texts)
+    if lookups > max_lookups(max_terms):
+        raise InvalidQuery(
+            f"query has {lookups} distinct terms to look up (each pair of adjacent CJK "
+            f"characters is one); the limit is {max_lookups(max_terms)}"
         )
     return parsed
 

@@ -102,6 +102,9 @@ class SearchEngine:
         was planned.
         """
         filters = validate_request(scope, request, self.settings)
+        # Within one session "the best hit of each session" would be a single hit:
+        # a session scope (pinned or asked for) lists every hit.
+        per_session = request.per_session and filters.session_id is None
         query = parse_query(request.query, max_terms=self.settings.max_query_terms)
         statements: list[str] | None = [] if explain else None
         with self.store.transaction(
@@ -123,7 +126,7 @@ class SearchEngine:
                 after=codec.decode(request.cursor, fingerprint) if request.cursor else None,
             )
             if not request.query.strip():
-                result = self._browse(reads, filters, request.per_session, paging)
+                result = self._browse(reads, filters, per_session, paging)
                 trace = SearchTrace(mode="browse")
             elif not query.words:
                 result = SessionQueryResult(
@@ -133,9 +136,7 @@ class SearchEngine:
                 )
                 trace = SearchTrace(mode="no_words")
             else:
-                result, trace = self._ranked_search(
-                    reads, filters, query, request.per_session, paging
-                )
+                result, trace = self._ranked_search(reads, filters, query, per_session, paging)
         if statements is None:
             return result
         done = tuple(statements)

@@ -127,7 +127,10 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
                 "per_session": {
                     "type": "boolean",
                     "default": True,
-                    "description": "Only the best match of each session (false: every match).",
+                    "description": (
+                        "Only the best match of each session (false: every match). "
+                        "Within one session every match is listed."
+                    ),
                 },
                 "session_id": {
                     "type": "string",
@@ -435,7 +438,12 @@ def run_tool(
             data = result.to_json()
             if capped:
                 data["limit_capped"] = capped
-            return ToolOutput(text=render_search(result, args, note=note), data=data)
+            one_session = (
+                provider.scope.session_id is not None or args.get("session_id") is not None
+            )
+            return ToolOutput(
+                text=render_search(result, args, note=note, one_session=one_session), data=data
+            )
         if name == AROUND:
             window = provider.around(
                 args["session_id"], args["seq"], before=args["before"], after=args["after"]
@@ -490,9 +498,16 @@ def _capped(raw: Mapping[str, Any], args: Mapping[str, Any]) -> tuple[str | None
 
 
 def render_search(
-    result: SessionQueryResult, args: Mapping[str, Any], *, note: str | None = None
+    result: SessionQueryResult,
+    args: Mapping[str, Any],
+    *,
+    note: str | None = None,
+    one_session: bool = False,
 ) -> str:
-    """A search result as compact text, ending with a hint for the next call."""
+    """A search result as compact text, ending with a hint for the next call.
+
+    `one_session`: the search was within one session, where every match is listed.
+    """
     if not result.matches:
         lines = [f"No matches ({result.searched} entries searched)."]
         if note:
@@ -508,7 +523,8 @@ def render_search(
             "newest entries."
         )
         return _cap("\n".join(lines), hint)
-    scope = "best match per session" if args.get("per_session", True) else "every match"
+    per_session = args.get("per_session", True) and not one_session
+    scope = "best match per session" if per_session else "every match"
     lines = [
         f"{len(result.matches)} matches ({result.searched} entries searched; {scope})"
         + ("; candidate cap reached, narrow the query for more" if result.candidates_capped else "")

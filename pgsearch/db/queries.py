@@ -408,6 +408,12 @@ SELECT message_count FROM sessions WHERE workspace_id = %(ws)s AND session_id = 
 
 # --- search builders ----------------------------------------------------------------
 
+#: Newest first: by time, and on equal times (entries without a time of their own
+#: take the one before theirs) the later entry of a session first, so what was
+#: appended last is on top. ``messages_created_idx`` gives the time and session
+#: order; the seq order is an incremental sort within one session's equal times.
+NEWEST_FIRST: LiteralString = "m.created_at DESC, m.session_id, m.seq DESC"
+
 
 def filter_clauses(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     """The WHERE clauses (over ``messages m``) and parameters of a search's filters."""
@@ -445,7 +451,7 @@ def candidates_sql(filters: Filters, *, newest_first: bool) -> tuple[LiteralStri
         "FROM messages m WHERE " + where + " AND m.tsv @@ %(tsq)s::tsquery"
     )
     if newest_first:
-        sql += " ORDER BY m.created_at DESC, m.session_id, m.seq"
+        sql += " ORDER BY " + NEWEST_FIRST
     sql += " LIMIT %(cap)s"
     return sql, params
 
@@ -458,7 +464,7 @@ def candidates_by_coverage_sql(filters: Filters) -> tuple[LiteralString, dict[st
     return (
         head + " ORDER BY (SELECT coalesce(sum(u.w), 0) "
         "FROM unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w) "
-        "WHERE m.tsv @@ u.q) DESC, m.created_at DESC, m.session_id, m.seq LIMIT %(cap)s",
+        "WHERE m.tsv @@ u.q) DESC, " + NEWEST_FIRST + " LIMIT %(cap)s",
         params,
     )
 
@@ -472,7 +478,8 @@ def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
 def browse_sql(
     filters: Filters, *, per_session: bool, after: bool
 ) -> tuple[LiteralString, dict[str, Any]]:
-    """Newest entries in scope (optionally the newest per session), keyset-paged."""
+    """Newest entries in scope (optionally the newest per session), keyset-paged in
+    `NEWEST_FIRST` order after the position ``c_time``, ``c_sid``, ``c_seq``."""
     where, params = filter_clauses(filters)
     sql: LiteralString = (
         "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at FROM messages m WHERE " + where
@@ -480,7 +487,8 @@ def browse_sql(
     if after:
         sql += (
             " AND (m.created_at < %(c_time)s OR (m.created_at = %(c_time)s"
-            " AND (m.session_id, m.seq) > (%(c_sid)s, %(c_seq)s)))"
+            " AND (m.session_id > %(c_sid)s OR (m.session_id = %(c_sid)s"
+            " AND m.seq < %(c_seq)s))))"
         )
     if per_session:
         inner_where, _ = filter_clauses(replace(filters, session_id=None))
@@ -490,5 +498,5 @@ def browse_sql(
             + inner
             + " AND n.session_id = m.session_id AND n.seq > m.seq)"
         )
-    sql += " ORDER BY m.created_at DESC, m.session_id, m.seq LIMIT %(limit)s"
+    sql += " ORDER BY " + NEWEST_FIRST + " LIMIT %(limit)s"
     return sql, params
