@@ -165,7 +165,7 @@ class SearchEngine:
         fields: dict[str, FieldHit] = {}
         if field_plan is not None:
             field_rows = reads.session_fields(filters.workspace, field_plan)
-            fields = field_hits(field_rows, plan.groups, stats)
+            fields = field_hits(field_rows, plan.groups, stats, alone=field_plan.alone)
         orphans = orphan_hits(candidates, fields)
         anchors = reads.session_anchors(filters.workspace, orphans) if orphans else {}
         scored = score_candidates(candidates, plan.groups, stats, fields, anchors)

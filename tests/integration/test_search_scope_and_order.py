@@ -122,3 +122,27 @@ def test_a_japanese_sentence_is_searched_as_the_phrase_it_is(pg: PgSearch) -> No
     pg.append(workspace="w", session_id="other", messages=[entry("user", "本番環境", 1)])
     found = pg.provider(workspace="w").search(SessionQueryRequest(query=sentence))
     assert keys(found)[0] == ("ja", 0)
+
+
+def test_kind_filters_apply_to_title_and_summary_hits(pg: PgSearch) -> None:
+    pg.append(
+        workspace="w",
+        session_id="titled",
+        messages=[{**entry("user", "hello there", 0), "title": "Kubernetes ingress plan"}],
+    )
+    pg.append(
+        workspace="w",
+        session_id="summed",
+        messages=[{**entry("user", "good morning", 1), "summary": "Moved the kubernetes ingress"}],
+    )
+    provider = pg.provider(workspace="w")
+
+    def hits(**request: Any) -> tuple[list[tuple[str, str]], int]:
+        result = provider.search(SessionQueryRequest(query="kubernetes ingress", **request))
+        return [(m.session_id, m.kind) for m in result.matches], result.searched
+
+    found, _ = hits()
+    assert sorted(found) == [("summed", "summary"), ("titled", "title")]
+    assert hits(kinds=("summary",)) == ([("summed", "summary")], 0)
+    assert hits(kinds=("user_text",)) == ([], 2)
+    assert hits(kinds=("goal", "tool_error")) == ([], 0)

@@ -479,3 +479,59 @@ def test_query_limits_count_work_not_characters() -> None:
     parse_query(run, max_terms=4)
     with pytest.raises(InvalidQuery, match=r"33 distinct terms to look up .* the limit is 32"):
         parse_query(run + "丁", max_terms=4)
+
+
+def test_kind_filters_decide_whether_a_title_or_summary_match_is_a_hit() -> None:
+    from pgsearch.plan import alone_fields
+
+    assert alone_fields(("user_text", "assistant_text", "tool_input", "tool_error")) == (
+        "title",
+        "summary",
+    )
+    assert alone_fields(("summary",)) == ("summary",)
+    assert alone_fields(("user_text",)) == ()
+    query = parse("kubernetes ingress")
+    groups = tuple(
+        choose_expansions(
+            query, known(query, {"kubernetes": 2, "ingress": 2}), max_expansions=8
+        ).values()
+    )
+    rows = [
+        FieldRow(
+            session_id="titled",
+            field_len=3,
+            tfs={"kubernetes": 1, "ingress": 1},
+            in_title=frozenset({"kubernetes", "ingress"}),
+        ),
+        FieldRow(
+            session_id="both",
+            field_len=6,
+            tfs={"kubernetes": 2, "ingress": 1},
+            in_title=frozenset({"kubernetes", "ingress"}),
+            in_summary=frozenset({"kubernetes"}),
+        ),
+    ]
+    every = field_hits(rows, groups, stats(100, n_fields=10))
+    assert {sid: h.matched_in for sid, h in every.items()} == {"titled": "title", "both": "title"}
+    summaries = field_hits(rows, groups, stats(100, n_fields=10), alone=("summary",))
+    assert {sid: h.matched_in for sid, h in summaries.items()} == {
+        "titled": None,
+        "both": "summary",
+    }
+    assert summaries["titled"].boost == every["titled"].boost  # still boosts its messages
+    assert list(orphan_hits([], summaries)) == ["both"]
+    none = field_hits(rows, groups, stats(100, n_fields=10), alone=())
+    assert orphan_hits([], none) == {}
+    anchor = StoredMessage(
+        session_id="titled",
+        seq=0,
+        entry_id=None,
+        kind="user_text",
+        role="user",
+        turn=0,
+        tool_name=None,
+        created_at=T0,
+        content="hello",
+        arguments="",
+    )
+    assert score_candidates([], groups, stats(100), none, {"titled": anchor}) == []
