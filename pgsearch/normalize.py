@@ -27,7 +27,8 @@ MAX_TERM_CHARS = 64
 #: Postgres keeps positions up to this value in a tsvector.
 MAX_POSITION = 16383
 
-_FOLD = str.maketrans(
+#: Letters that do not decompose, folded to the letters they stand for.
+LETTER_FOLD = _FOLD = str.maketrans(
     {
         "ø": "o",
         "đ": "d",
