@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import psycopg
+import pytest
 
-from pgsearch import PgSearch, SessionQueryRequest
+from pgsearch import IngestError, PgSearch, SessionQueryRequest
 from tests.helpers import assert_statistics_exact, write_jsonl
 
 
@@ -232,3 +233,75 @@ def test_a_rewrite_that_does_not_parse_is_an_error_and_keeps_nothing_new(
     path.write_text('{"role": "user", "content": "new text"}\n', encoding="utf-8")
     assert pg.ingest_paths([path], workspace="w").messages == 1
     assert _contents(dsn) == [("s", 0, "new text")]
+
+
+# --- moves --------------------------------------------------------------------------
+
+CLAUDE_LOG = (
+    Path(__file__).resolve().parent.parent
+    / "fixtures"
+    / "claude-code"
+    / "3f7c1a52-8d4e-4b8a-9c1e-2a6d5f0b7e91.jsonl"
+)
+
+
+def test_a_moved_log_directory_is_recognised_and_grows_at_its_new_path(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    """Agent logs and plain files alike: found by content, re-homed, appends land."""
+    old = tmp_path / "projects"
+    old.mkdir()
+    lines = CLAUDE_LOG.read_text(encoding="utf-8").splitlines(keepends=True)
+    (old / CLAUDE_LOG.name).write_text("".join(lines[:6]), encoding="utf-8")
+    write_jsonl(old / "plain.jsonl", [{"role": "user", "content": "plain words"}])
+    first = pg.ingest_paths([old], workspace="w")
+    assert not first.errors
+    before = _sessions(pg)
+    new = tmp_path / "renamed"
+    old.rename(new)
+    with (new / CLAUDE_LOG.name).open("a", encoding="utf-8") as fh:
+        fh.write("".join(lines[6:10]))
+    report = pg.ingest_paths([new], workspace="w")
+    assert report.errors == [] and report.moved == 2
+    assert "2 moved files recognised at their new path" in report.summary()
+    after = _sessions(pg)
+    assert after.keys() == before.keys()
+    assert after[CLAUDE_LOG.stem] > before[CLAUDE_LOG.stem] and after["plain"] == 1
+    with psycopg.connect(dsn) as conn:
+        sources = {r[0] for r in conn.execute("SELECT source FROM sessions").fetchall()}
+        paths = {r[0] for r in conn.execute("SELECT path FROM ingested_files").fetchall()}
+    assert sources == paths == {str(new / CLAUDE_LOG.name), str(new / "plain.jsonl")}
+    assert pg.ingest_paths([new], workspace="w").unchanged == 2
+    assert_statistics_exact(dsn, "w")
+
+
+def test_a_copy_is_not_a_move(pg: PgSearch, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    src = write_jsonl(tmp_path / "a" / "s.jsonl", [{"role": "user", "content": "x"}])
+    pg.ingest_file(src, workspace="w")
+    copy = tmp_path / "b" / "s.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(src.read_bytes())
+    report = pg.ingest_paths([copy], workspace="w")
+    assert report.moved == 0 and len(report.errors) == 1
+    assert "already holds messages from" in str(report.errors[0])
+
+
+def test_relocate_rehomes_a_tree_explicitly(pg: PgSearch, dsn: str, tmp_path: Path) -> None:
+    old = tmp_path / "logs"
+    (old / "x").mkdir(parents=True)
+    write_jsonl(old / "x" / "s.jsonl", [{"role": "user", "content": "one"}])
+    pg.ingest_paths([old], workspace="w")
+    pg.forget(workspace="w", session_id="s")
+    new = tmp_path / "moved"
+    old.rename(new)
+    # Rewritten at the same time: not recognisable by content, but said explicitly.
+    write_jsonl(new / "x" / "s.jsonl", [{"role": "user", "content": "changed"}])
+    assert pg.relocate(workspace="w", old=old, new=new) == 1
+    report = pg.ingest_paths([new], workspace="w")
+    assert report.forgotten == 1 and _sessions(pg) == {}  # still forgotten after the move
+    back = pg.ingest_paths([new], workspace="w", include_forgotten=True)
+    assert back.restored == 1 and _sessions(pg) == {"s": 1}
+    with pytest.raises(IngestError, match="already recorded there"):
+        pg.relocate(workspace="w", old=tmp_path / "elsewhere", new=new)
+    assert_statistics_exact(dsn, "w")
