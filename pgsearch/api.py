@@ -113,7 +113,7 @@ class PgSearch:
         self._driver = driver
         self._store = Store(driver)
         self._ingestor_: Ingestor | None = None
-        self._engine = SearchEngine(self._store, settings)
+        self._engine = SearchEngine(settings)
 
     @property
     def _ingestor(self) -> Ingestor:
@@ -150,17 +150,20 @@ class PgSearch:
         *,
         create: bool = False,
         downgrade: bool = False,
+        distribute: bool = False,
     ) -> str | None:
         """Upgrade the schema of `dsn` (default: settings) to `revision`.
 
         With `create`, the database itself is created first when it does not exist.
         With `downgrade`, the schema goes down to `revision` instead; a `revision` on
         the wrong side of the current one is refused with what to run instead.
+        With `distribute`, a schema whose tables are local is then distributed over
+        the Citus cluster the database belongs to, rows included (`pgsearch.db.citus`).
         """
         target = Settings.from_env().dsn if dsn is None else dsn
         if create:
             migrations.create_database(target)
-        return migrations.migrate(target, revision, downgrade=downgrade)
+        return migrations.migrate(target, revision, downgrade=downgrade, distribute=distribute)
 
     def close(self) -> None:
         """Close the pool (waits for calls in flight to return their connections)."""
@@ -263,7 +266,7 @@ class PgSearch:
         self, request: SessionQueryRequest, *, workspace: str, explain: bool = False
     ) -> SessionQueryResult:
         scope = Scope(workspace=check_workspace(workspace))
-        return self._driver.retrying(partial(self._engine.search, scope, request, explain=explain))
+        return self._driver.run(self._engine.unit(scope, request, explain=explain))
 
     def around(
         self,
@@ -313,14 +316,11 @@ class Provider:
 
     def search(self, request: SessionQueryRequest) -> SessionQueryResult:
         """Ranked matches within this provider's scope."""
-        # A read: safe to run again after a lost connection.
-        return self._driver.retrying(partial(self._engine.search, self.scope, request))
+        return self._driver.run(self._engine.unit(self.scope, request))
 
     def explain(self, request: SessionQueryRequest) -> SessionQueryResult:
         """`search`, with each statement and its server plan in ``explain``."""
-        return self._driver.retrying(
-            partial(self._engine.search, self.scope, request, explain=True)
-        )
+        return self._driver.run(self._engine.unit(self.scope, request, explain=True))
 
     def around(
         self,

@@ -199,13 +199,23 @@ def _time(value: str | None, name: str) -> datetime | None:
     is_flag=True,
     help="Go down to --revision (dropping what later revisions added).",
 )
+@click.option(
+    "--distribute",
+    is_flag=True,
+    help="Then distribute a single-node schema over Citus, with its data "
+    "(the citus extension and its workers must be set up; see docs/scale-out.md).",
+)
 @pass_ctx
 @handle_errors
-def migrate(ctx: Context, revision: str, create: bool, downgrade: bool) -> None:
+def migrate(ctx: Context, revision: str, create: bool, downgrade: bool, distribute: bool) -> None:
     """Create or upgrade the pgsearch schema (run this in deploys)."""
     from pgsearch.api import PgSearch
 
-    current = PgSearch.migrate(ctx.settings().dsn, revision, create=create, downgrade=downgrade)
+    if distribute and downgrade:
+        raise click.UsageError("--distribute and --downgrade cannot be combined")
+    current = PgSearch.migrate(
+        ctx.settings().dsn, revision, create=create, downgrade=downgrade, distribute=distribute
+    )
     _echo(f"schema at revision {current}")
 
 
