@@ -51,7 +51,7 @@ from pgsearch.errors import ConfigError, IngestError
 from pgsearch.indexing import IndexedText, index_entry, index_session_fields
 from pgsearch.messages import Entry, entry_from_object
 from pgsearch.settings import Settings
-from pgsearch.sources import find_sources, read_source
+from pgsearch.sources import Pin, find_sources, open_source, read_source
 from pgsearch.types import MAX_ID_CHARS
 from pgsearch.validate import check_workspace
 
@@ -287,14 +287,18 @@ def project_of(cwd: str) -> str:
     return match.group(1) if match else cwd
 
 
-def workspace_of(real: Path, shown: str, format: str, fallback: str) -> tuple[str, bool]:
+def workspace_of(
+    real: Path, shown: str, format: str, fallback: str, pin: Pin | None = None
+) -> tuple[str, bool]:
     """The workspace an agent log's working directory names, else `fallback`; and
     whether it fell back because the file names no working directory."""
     try:
-        with real.open("rb") as fh:
+        fd, _ = open_source(real, shown=shown, pin=pin)
+        with os.fdopen(fd, "rb") as fh:
             head = fh.read(_HEAD_BYTES)
         if head.lstrip()[:1] in (b"{", b"[") and next(head_objects(head, 1), None) is None:
-            head = read_source(real, shown=shown).data  # one JSON document: read it whole
+            # One JSON document: read it whole.
+            head = read_source(real, shown=shown, pin=pin).data
     except (OSError, IngestError):
         return fallback, False  # reading the file again reports the error
     fmt = adapters.resolve_format(format, head, path=shown)
@@ -315,6 +319,12 @@ def find_jsonl(
     """Files named directly, plus the session files of every format under
     directories (`pgsearch.sources.find_sources`; unreadable ones go to `problems`)."""
     return find_sources(paths, problems)
+
+
+def pin_confined(real: Path, roots: Sequence[Path] | None, *, shown: str) -> Pin | None:
+    """With `roots`, the identity of the confined file, which the file read later must
+    have (`pgsearch.sources.open_source`); a file with other hard links is refused."""
+    return Pin.of(real, shown=shown) if roots else None
 
 
 def _absolute(path: str | os.PathLike[str]) -> Path:
@@ -367,6 +377,7 @@ class Ingestor:
         record: FileRecord | None,
         session_id: str | None,
         format: str = adapters.AUTO,
+        pin: Pin | None = None,
     ) -> _Prepared:
         """Read and parse the new part of a file and index its entries (no database).
 
@@ -375,7 +386,7 @@ class Ingestor:
         a file of another program must not be remembered as ingested.
         """
         shown = str(given)
-        source = read_source(real, shown=shown)
+        source = read_source(real, shown=shown, pin=pin)
         data = source.data
         fmt = adapters.resolve_format(format, data, path=shown)
         adapter = adapters.ADAPTERS[fmt]
@@ -460,6 +471,7 @@ class Ingestor:
         format: str = adapters.AUTO,
         no_cwd: bool = False,
         include_forgotten: bool = False,
+        pin: Pin | None = None,
     ) -> Unit[FileResult]:
         """Write one prepared file in one transaction (re-preparing if it went stale)."""
 
@@ -474,6 +486,7 @@ class Ingestor:
                 format,
                 deltas,
                 include_forgotten=include_forgotten,
+                pin=pin,
             )
             yield from store.apply_deltas(workspace, deltas, final=True)
             result.no_cwd = no_cwd
@@ -492,6 +505,7 @@ class Ingestor:
         deltas: Deltas,
         *,
         include_forgotten: bool = False,
+        pin: Pin | None = None,
     ) -> Work[FileResult]:
         """Write one file inside the caller's transaction; statistics go to `deltas`.
 
@@ -501,22 +515,22 @@ class Ingestor:
         shown = str(given)
         record = yield from store.lock_file(workspace, str(real))
         if prepared is None or prepared.snapshot != record:
-            prepared = self._prepare(given, real, record, session_id, format)
+            prepared = self._prepare(given, real, record, session_id, format, pin)
         moved_from: str | None = None
         if record is None and not prepared.unchanged:
-            moved = yield from self._moved_from(workspace, real, prepared)
+            moved = yield from self._moved_from(workspace, real, prepared, pin)
             if moved is not None:
                 # The same file at a new path: re-home what it stored, read on.
                 yield from store.lock_file(workspace, moved.path)
                 yield from store.relocate(workspace, moved.path, str(real))
                 moved_from, record = moved.path, replace(moved, path=str(real))
-                prepared = self._prepare(given, real, record, session_id, format)
+                prepared = self._prepare(given, real, record, session_id, format, pin)
         restored: list[str] = []
         if include_forgotten:
             restored = yield from store.restore_forgotten(workspace, str(real))
             if restored and (prepared.start or prepared.unchanged):
                 # What was read before skipped them: read it all again.
-                again = self._prepare(given, real, None, session_id, format)
+                again = self._prepare(given, real, None, session_id, format, pin)
                 prepared = replace(again, snapshot=record, rewrite=True)
         parsed = prepared.parsed
         result = FileResult(
@@ -568,7 +582,9 @@ class Ingestor:
         yield from store.record_file(workspace, prepared.done)
         return result
 
-    def _moved_from(self, ws: str, real: Path, prepared: _Prepared) -> Work[FileRecord | None]:
+    def _moved_from(
+        self, ws: str, real: Path, prepared: _Prepared, pin: Pin | None
+    ) -> Work[FileRecord | None]:
         """The record of the file this one was at another path, if it moved here.
 
         Candidates are records whose first window is this file's and those of the
@@ -587,7 +603,7 @@ class Ingestor:
                 continue
             if data is None:
                 try:
-                    data = read_source(real, shown=prepared.shown).data
+                    data = read_source(real, shown=prepared.shown, pin=pin).data
                 except IngestError:
                     return None
             if same_prefix(data, candidate):
@@ -656,7 +672,7 @@ class Ingestor:
         Sessions the user forgot (`PgSearch.forget`) stay forgotten unless
         `include_forgotten` brings them back.
         """
-        workspace, given, real, no_cwd = self._locate(
+        workspace, given, real, no_cwd, pin = self._locate(
             path,
             workspace=workspace,
             roots=roots,
@@ -673,6 +689,7 @@ class Ingestor:
                 format,
                 no_cwd,
                 include_forgotten=include_forgotten,
+                pin=pin,
             )
         )
 
@@ -684,16 +701,17 @@ class Ingestor:
         roots: Sequence[Path] | None = None,
         format: str = adapters.AUTO,
         workspace_from_cwd: bool = False,
-    ) -> tuple[str, Path, Path]:
-        """`ingest_file`'s checks: the workspace, the path as given and its real path."""
-        ws, given, real, _ = self._locate(
+    ) -> tuple[str, Path, Path, Pin | None]:
+        """`ingest_file`'s checks: the workspace, the path as given, its real path and,
+        under `roots`, the identity the file read must have (`prepared_file`'s `pin`)."""
+        ws, given, real, _, pin = self._locate(
             path,
             workspace=workspace,
             roots=roots,
             format=format,
             workspace_from_cwd=workspace_from_cwd,
         )
-        return ws, given, real
+        return ws, given, real, pin
 
     def _locate(
         self,
@@ -703,15 +721,16 @@ class Ingestor:
         roots: Sequence[Path] | None,
         format: str,
         workspace_from_cwd: bool,
-    ) -> tuple[str, Path, Path, bool]:
+    ) -> tuple[str, Path, Path, bool, Pin | None]:
         workspace = check_workspace(workspace)
         check_format(format)
         given = Path(path)
         real = confine(given, roots)
+        pin = pin_confined(real, roots, shown=str(given))
         no_cwd = False
         if workspace_from_cwd:
-            workspace, no_cwd = workspace_of(real, str(given), format, workspace)
-        return workspace, given, real, no_cwd
+            workspace, no_cwd = workspace_of(real, str(given), format, workspace, pin)
+        return workspace, given, real, no_cwd, pin
 
     def prepared_file(
         self,
@@ -722,11 +741,13 @@ class Ingestor:
         session_id: str | None = None,
         format: str = adapters.AUTO,
         include_forgotten: bool = False,
+        pin: Pin | None = None,
     ) -> Unit[FileResult]:
         """Read and parse the file now, against `record` (its last known record), and
         return the unit that writes it, which reads the file again only if its record
-        changed meanwhile. For hosts that read files off their event loop."""
-        prepared = self._prepare(given, real, record, session_id, format)
+        changed meanwhile. For hosts that read files off their event loop. `pin` is
+        `locate`'s: the file read must be the one confined."""
+        prepared = self._prepare(given, real, record, session_id, format, pin)
         return self._commit_file(
             workspace,
             given,
@@ -735,6 +756,7 @@ class Ingestor:
             prepared,
             format,
             include_forgotten=include_forgotten,
+            pin=pin,
         )
 
     def ingest_paths(
@@ -763,12 +785,16 @@ class Ingestor:
         files: list[tuple[Path, Path | IngestError]] = []
         targets: dict[Path, str] = {}
         no_cwd: set[Path] = set()
+        pins: dict[Path, Pin] = {}
         for path in find_sources(paths, report.unreadable):
             try:
                 resolved = confine(path, roots)
+                pin = pin_confined(resolved, roots, shown=str(path))
+                if pin is not None:
+                    pins[resolved] = pin
                 if workspace_from_cwd:
                     targets[resolved], fell_back = workspace_of(
-                        resolved, str(path), format, workspace
+                        resolved, str(path), format, workspace, pin
                     )
                     if fell_back:
                         no_cwd.add(resolved)
@@ -798,7 +824,7 @@ class Ingestor:
                 return real
             record = snapshots[targets.get(real, workspace)].get(str(real))
             try:
-                return self._prepare(given, real, record, None, format)
+                return self._prepare(given, real, record, None, format, pins.get(real))
             except IngestError as exc:
                 return exc
 
@@ -822,6 +848,7 @@ class Ingestor:
                                 format,
                                 mine,
                                 include_forgotten=include_forgotten,
+                                pin=pins.get(real),
                             )
                         )
                         deltas.merge(mine)

@@ -305,3 +305,50 @@ def test_relocate_rehomes_a_tree_explicitly(pg: PgSearch, dsn: str, tmp_path: Pa
     with pytest.raises(IngestError, match="already recorded there"):
         pg.relocate(workspace="w", old=tmp_path / "elsewhere", new=new)
     assert_statistics_exact(dsn, "w")
+
+
+# --- --root at the moment of reading ----------------------------------------------
+
+
+def test_a_file_swapped_for_a_symlink_after_the_root_check_is_not_read(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    """The file read must be the file confined: a symlink put in its place (or a
+    directory on the way swapped for one) between the check and the read is
+    refused, and nothing of the outside file is stored."""
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    outside = write_jsonl(tmp_path / "outside.jsonl", [{"role": "user", "content": "exfil"}])
+    inside = write_jsonl(root / "sub" / "s.jsonl", [{"role": "user", "content": "fine"}])
+    ingestor = pg._ingestor
+    ws, given, real, pin = ingestor.locate(inside, workspace="w", roots=[root])
+    assert pin is not None
+    inside.unlink()
+    inside.symlink_to(outside)  # swapped after the check
+    with pytest.raises(IngestError, match="symlink now"):
+        pg._driver.run(ingestor.prepared_file(ws, given, real, None, pin=pin))
+    # A directory on the way swapped for a symlink to a directory outside.
+    inside.unlink()
+    inside.write_text('{"role": "user", "content": "fine"}\n', encoding="utf-8")
+    ws, given, real, pin = ingestor.locate(inside, workspace="w", roots=[root])
+    (root / "sub").rename(root / "old")
+    (tmp_path / "evil").mkdir()
+    (tmp_path / "evil" / "s.jsonl").write_bytes(outside.read_bytes())
+    (root / "sub").symlink_to(tmp_path / "evil")
+    with pytest.raises(IngestError, match="changed after it was confined"):
+        pg._driver.run(ingestor.prepared_file(ws, given, real, None, pin=pin))
+    assert _contents(dsn) == []
+
+
+def test_a_hard_link_into_the_root_is_refused_under_root(pg: PgSearch, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = write_jsonl(tmp_path / "outside.jsonl", [{"role": "user", "content": "exfil"}])
+    (root / "linked.jsonl").hardlink_to(outside)
+    report = pg.ingest_paths([root], workspace="w", roots=[root])
+    assert len(report.errors) == 1 and "2 hard links" in str(report.errors[0])
+    with pytest.raises(IngestError, match="hard links"):
+        pg.ingest_file(root / "linked.jsonl", workspace="w", roots=[root])
+    assert pg.sessions(workspace="w") == []
+    # Without --root a hard link is an ordinary file.
+    assert pg.ingest_file(root / "linked.jsonl", workspace="w").messages == 1
