@@ -32,12 +32,14 @@ from pgsearch.types import (
     Window,
     WorkspaceStats,
 )
-from pgsearch.validate import check_workspace
+from pgsearch.validate import check_key, check_workspace
 
 __all__ = ["PgSearch", "Provider", "SessionInfo", "WorkspaceStats"]
 
 if TYPE_CHECKING:
     from pgsearch.ingest import FileResult, Ingestor, IngestReport
+    from pgsearch.rows import ApiToken
+    from pgsearch.tokens import NewToken
 
 
 def pooled_settings(dsn: str | None, settings: Settings | None, pool_size: int | None) -> Settings:
@@ -70,6 +72,18 @@ def sessions_unit(workspace: str, limit: int, offset: int) -> Unit[list[SessionI
         workspace=workspace,
         write=False,
         context="listing sessions",
+    )
+
+
+def session_info_unit(workspace: str, session_id: str) -> Unit[SessionInfo | None]:
+    workspace = check_workspace(workspace)
+    check_key("session_id", session_id)
+    return Unit(
+        work=partial(store.session_info, workspace, session_id),
+        workspace=workspace,
+        write=False,
+        search=True,
+        context="reading a session",
     )
 
 
@@ -300,6 +314,42 @@ class PgSearch:
     def table_sizes(self) -> list[TableSize]:
         """Table and index bytes of pgsearch's tables."""
         return self._driver.run(table_sizes_unit(citus=self._driver.citus))
+
+    def session_info(self, *, workspace: str, session_id: str) -> SessionInfo | None:
+        """One session as `sessions` lists it; None when it does not exist."""
+        return self._driver.run(session_info_unit(workspace, session_id))
+
+    # --- API tokens (`pgsearch serve`) -----------------------------------------------
+
+    def create_token(
+        self,
+        *,
+        workspace: str,
+        session_id: str | None = None,
+        write: bool = False,
+        rate: float | None = None,
+        label: str | None = None,
+    ) -> NewToken:
+        """A new bearer token bound to `workspace` (and `session_id`); its secret is
+        in the result and nowhere else."""
+        from pgsearch import tokens
+
+        secret, unit = tokens.create_unit(
+            workspace, session_id=session_id, write=write, rate=rate, label=label
+        )
+        return tokens.NewToken(secret=secret, token=self._driver.run(unit))
+
+    def tokens(self, *, workspace: str | None = None) -> list[ApiToken]:
+        """Every token (of `workspace`), revoked ones included, oldest first."""
+        from pgsearch import tokens
+
+        return self._driver.run(tokens.list_unit(workspace))
+
+    def revoke_token(self, token_id: str) -> ApiToken | None:
+        """Revoke a token by its id; None when no live token has that id."""
+        from pgsearch import tokens
+
+        return self._driver.run(tokens.revoke_unit(token_id))
 
 
 class Provider:

@@ -640,3 +640,43 @@ def browse_sql(
         )
     sql += " ORDER BY m.created_at DESC, m.session_id, m.seq LIMIT %(limit)s"
     return sql, params
+
+
+# --- serving: one session, the schema revision, API tokens ---------------------------
+
+SESSION_INFO = """
+SELECT session_id, title, message_count, created_at, updated_at, source, parent_session_id
+FROM sessions WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+"""
+
+SCHEMA_VERSIONS = "SELECT version_num FROM pgsearch_alembic_version"
+
+_TOKEN_COLUMNS = (
+    "token_id, workspace_id, session_id, can_write, rate_per_second, label, created_at, revoked_at"
+)
+
+CREATE_TOKEN = (
+    "INSERT INTO api_tokens (token_id, token_hash, workspace_id, session_id, can_write,"
+    " rate_per_second, label)"
+    " VALUES (%(token_id)s, %(token_hash)s, %(ws)s, %(session_id)s, %(can_write)s,"
+    " %(rate)s, %(label)s)"
+    " RETURNING " + _TOKEN_COLUMNS
+)
+
+TOKEN_BY_HASH = (
+    "SELECT " + _TOKEN_COLUMNS + " FROM api_tokens"
+    " WHERE token_hash = %(token_hash)s AND revoked_at IS NULL"
+)
+
+LIST_TOKENS = "SELECT " + _TOKEN_COLUMNS + " FROM api_tokens ORDER BY created_at, token_id"
+
+LIST_WORKSPACE_TOKENS = (
+    "SELECT " + _TOKEN_COLUMNS + " FROM api_tokens WHERE workspace_id = %(ws)s"
+    " ORDER BY created_at, token_id"
+)
+
+REVOKE_TOKEN = (
+    "UPDATE api_tokens SET revoked_at = now()"
+    " WHERE token_id = %(token_id)s AND revoked_at IS NULL"
+    " RETURNING " + _TOKEN_COLUMNS
+)

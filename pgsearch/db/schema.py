@@ -26,6 +26,11 @@ distributed by workspace later without a rewrite.
   the bytes read, to check a grown file cheaply and to recognise a moved one
   (migration 0005).
 
+- ``api_tokens`` holds the bearer tokens of `pgsearch serve` as SHA-256 hashes, each
+  bound to a workspace (optionally one session) and to read or read/write
+  (migration 0006). It is not a tenant table: a token is found before its workspace
+  is known.
+
 Row Level Security on the tenant tables (migration 0002) is not part of this
 metadata: its policies show a role that does not own the tables only the rows of
 the workspace its transaction is bound to.
@@ -38,6 +43,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Float,
     ForeignKeyConstraint,
     Index,
     Integer,
@@ -45,6 +51,7 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     Table,
     Text,
+    UniqueConstraint,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
@@ -210,4 +217,21 @@ settings_table = Table(
     Column("key", Text, nullable=False),
     Column("value", Text, nullable=False),
     PrimaryKeyConstraint("key", name="pgsearch_meta_pkey"),
+)
+
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("token_id", Text, nullable=False),
+    Column("token_hash", Text, nullable=False),
+    Column("workspace_id", Text, nullable=False),
+    Column("session_id", Text),
+    Column("can_write", Boolean, nullable=False, server_default=text("false")),
+    Column("rate_per_second", Float),
+    Column("label", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    Column("revoked_at", DateTime(timezone=True)),
+    PrimaryKeyConstraint("token_id", name="api_tokens_pkey"),
+    UniqueConstraint("token_hash", name="api_tokens_hash_key"),
+    Index("api_tokens_workspace_idx", "workspace_id", "created_at"),
 )

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any, LiteralString, TypeVar
 
 from pgsearch.db import queries as q
+from pgsearch.db.connector import HEAD_REVISION
 from pgsearch.db.driver import AsyncDriver, Driver, DriverConfig, Tx
 from pgsearch.db.routing import router_for
 from pgsearch.db.work import (
@@ -39,13 +40,14 @@ from pgsearch.db.work import (
 from pgsearch.errors import IngestError, NotFound, StoreError
 from pgsearch.normalize import stem
 from pgsearch.policy import scrub_secrets, split_tool_names
-from pgsearch.rows import StoredMessage, TableSize
+from pgsearch.rows import ApiToken, StoredMessage, TableSize
 from pgsearch.types import SessionInfo, WorkspaceStats
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "FIELDS_STAT",
+    "HEAD_REVISION",
     "AsyncDriver",
     "Deltas",
     "Driver",
@@ -647,17 +649,7 @@ def list_sessions(ws: str, *, limit: int, offset: int) -> Work[list[SessionInfo]
                 "list sessions",
                 q.LIST_SESSIONS,
                 {"ws": ws, "limit": limit, "offset": offset},
-                # Titles are shown wherever sessions are listed: scrubbed as an
-                # excerpt would be.
-                lambda r: SessionInfo(
-                    session_id=r[0],
-                    title=scrub_secrets(r[1]) if r[1] else r[1],
-                    message_count=r[2],
-                    created_at=r[3],
-                    updated_at=r[4],
-                    source=r[5],
-                    parent_session_id=r[6],
-                ),
+                _session_info,
             ),
             final=True,
         )
@@ -752,6 +744,111 @@ def message_estimate(*, citus: bool = False) -> Work[float]:
 
 def maintenance(statement: LiteralString) -> Work[None]:
     yield from execute(Statement("maintenance", statement), final=True)
+
+
+def _session_info(r: Sequence[Any]) -> SessionInfo:
+    # Titles are shown wherever sessions are listed: scrubbed as an excerpt would be.
+    return SessionInfo(
+        session_id=r[0],
+        title=scrub_secrets(r[1]) if r[1] else r[1],
+        message_count=r[2],
+        created_at=r[3],
+        updated_at=r[4],
+        source=r[5],
+        parent_session_id=r[6],
+    )
+
+
+def session_info(ws: str, session_id: str) -> Work[SessionInfo | None]:
+    """One session as `list_sessions` shows it; None when it does not exist."""
+    rows = yield from fetch(
+        Statement(
+            "session info", q.SESSION_INFO, {"ws": ws, "session_id": session_id}, _session_info
+        ),
+        final=True,
+    )
+    return rows[0] if rows else None
+
+
+def schema_versions() -> Work[list[str]]:
+    """The revisions the version table records (exactly `HEAD_REVISION` when current)."""
+    return (
+        yield from fetch(Statement("schema versions", q.SCHEMA_VERSIONS, decode=_first), final=True)
+    )
+
+
+# --- API tokens (`pgsearch serve`) --------------------------------------------------
+
+
+def _api_token(r: Sequence[Any]) -> ApiToken:
+    return ApiToken(
+        token_id=r[0],
+        workspace_id=r[1],
+        session_id=r[2],
+        can_write=bool(r[3]),
+        rate_per_second=None if r[4] is None else float(r[4]),
+        label=r[5],
+        created_at=r[6],
+        revoked_at=r[7],
+    )
+
+
+def create_token(
+    ws: str,
+    *,
+    token_id: str,
+    token_hash: str,
+    session_id: str | None,
+    can_write: bool,
+    rate: float | None,
+    label: str | None,
+) -> Work[ApiToken]:
+    rows = yield from fetch(
+        Statement(
+            "create token",
+            q.CREATE_TOKEN,
+            {
+                "token_id": token_id,
+                "token_hash": token_hash,
+                "ws": ws,
+                "session_id": session_id,
+                "can_write": can_write,
+                "rate": rate,
+                "label": label,
+            },
+            _api_token,
+        ),
+        final=True,
+    )
+    return rows[0]
+
+
+def token_by_hash(token_hash: str) -> Work[ApiToken | None]:
+    """The live (unrevoked) token whose secret hashes to `token_hash`, if any."""
+    rows = yield from fetch(
+        Statement("token by hash", q.TOKEN_BY_HASH, {"token_hash": token_hash}, _api_token),
+        final=True,
+    )
+    return rows[0] if rows else None
+
+
+def list_tokens(ws: str | None) -> Work[list[ApiToken]]:
+    if ws is None:
+        statement = Statement("list tokens", q.LIST_TOKENS, decode=_api_token)
+    else:
+        statement = Statement(
+            "list workspace tokens", q.LIST_WORKSPACE_TOKENS, {"ws": ws}, _api_token
+        )
+    return (yield from fetch(statement, final=True))
+
+
+def revoke_token(token_id: str) -> Work[ApiToken | None]:
+    """Revoke a live token; None when no live token has that id."""
+    rows = yield from fetch(
+        Statement("revoke token", q.REVOKE_TOKEN, {"token_id": token_id}, _api_token),
+        final=True,
+    )
+    return rows[0] if rows else None
 
 
 class Store:
