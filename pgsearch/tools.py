@@ -128,7 +128,10 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
                 "per_session": {
                     "type": "boolean",
                     "default": True,
-                    "description": "Only the best match of each session (false: every match).",
+                    "description": (
+                        "Only the best match of each session (false: every match). "
+                        "Within one session every match is listed."
+                    ),
                 },
                 "session_id": {
                     "type": "string",
@@ -432,6 +435,8 @@ class _Call:
     method: str
     positional: tuple[Any, ...]
     keywords: dict[str, Any]
+    #: The call is within one session (scope or argument), where every match is listed.
+    one_session: bool
 
 
 def _prepare(scope: Scope, name: str, arguments: str | bytes | Mapping[str, Any] | None) -> _Call:
@@ -457,6 +462,7 @@ def _prepare(scope: Scope, name: str, arguments: str | bytes | Mapping[str, Any]
         method=method,
         positional=positional,
         keywords=keywords,
+        one_session=scope.session_id is not None or args.get("session_id") is not None,
     )
 
 
@@ -465,7 +471,10 @@ def _render(call: _Call, result: Any) -> ToolOutput:
         data = result.to_json()
         if call.capped:
             data["limit_capped"] = call.capped
-        return ToolOutput(text=render_search(result, call.args, note=call.note), data=data)
+        return ToolOutput(
+            text=render_search(result, call.args, note=call.note, one_session=call.one_session),
+            data=data,
+        )
     if call.name == AROUND:
         return ToolOutput(text=render_window(result, tool=AROUND), data=result.to_json())
     data = result.to_json()
@@ -547,9 +556,16 @@ def _capped(raw: Mapping[str, Any], args: Mapping[str, Any]) -> tuple[str | None
 
 
 def render_search(
-    result: SessionQueryResult, args: Mapping[str, Any], *, note: str | None = None
+    result: SessionQueryResult,
+    args: Mapping[str, Any],
+    *,
+    note: str | None = None,
+    one_session: bool = False,
 ) -> str:
-    """A search result as compact text, ending with a hint for the next call."""
+    """A search result as compact text, ending with a hint for the next call.
+
+    `one_session`: the search was within one session, where every match is listed.
+    """
     if not result.matches:
         lines = [f"No matches ({result.searched} entries searched)."]
         if note:
@@ -565,7 +581,8 @@ def render_search(
             "newest entries."
         )
         return _cap("\n".join(lines), hint)
-    scope = "best match per session" if args.get("per_session", True) else "every match"
+    per_session = args.get("per_session", True) and not one_session
+    scope = "best match per session" if per_session else "every match"
     lines = [
         f"{len(result.matches)} matches ({result.searched} entries searched; {scope})"
         + ("; candidate cap reached, narrow the query for more" if result.candidates_capped else "")
