@@ -32,6 +32,7 @@ from pgsearch.db.store import Cursor, Store
 from pgsearch.excerpt import clip, make_excerpt
 from pgsearch.plan import (
     CandidatePlan,
+    Evidence,
     FieldHit,
     FieldPlan,
     Filters,
@@ -46,6 +47,7 @@ from pgsearch.plan import (
     parse_query,
     plan_candidates,
     plan_fields,
+    rare_terms,
     score_candidates,
     vocabulary_lookup,
 )
@@ -152,8 +154,17 @@ class SearchEngine:
         settings = self.settings
         stats = reads.search_stats(filters)
         searched = stats.in_scope if filters.only_kinds else reads.count_in_scope(filters)
-        found = reads.expand(filters.workspace, vocabulary_lookup(query))
-        groups = choose_expansions(query, found, max_expansions=settings.max_expansions)
+        lookup = vocabulary_lookup(
+            query, fuzzy_limit=settings.fuzzy_fetch, realword_df=settings.realword_df
+        )
+        found = reads.expand(filters.workspace, lookup)
+        groups = choose_expansions(
+            query,
+            found,
+            max_expansions=settings.max_expansions,
+            typo_distance=settings.typo_distance,
+            realword_ratio=settings.realword_ratio if settings.realword_df else 0.0,
+        )
         if not groups:
             return SessionQueryResult(matches=(), searched=searched), SearchTrace(
                 mode="unknown_words"
@@ -167,8 +178,15 @@ class SearchEngine:
             fields = field_hits(field_rows, plan.groups, stats)
         orphans = orphan_hits(candidates, fields)
         anchors = reads.session_anchors(filters.workspace, orphans) if orphans else {}
-        scored = score_candidates(candidates, plan.groups, stats, fields, anchors)
-        ranked = rank(scored, per_session=per_session, floor=settings.relative_floor)
+        scored = score_candidates(
+            candidates, plan.groups, stats, fields, anchors, Evidence.from_settings(settings)
+        )
+        ranked = rank(
+            scored,
+            per_session=per_session,
+            floor=settings.relative_floor,
+            keep=rare_terms(plan.groups),
+        )
         page, more = page_after(ranked, ranked_position(paging.after), paging.limit)
         result = SessionQueryResult(
             matches=tuple(self._materialise(reads, filters.workspace, page, paging)),
@@ -425,8 +443,11 @@ class _Reads:
                 length=length,
                 tfs=parse_tf(tfs),
                 phrase_hit=bool(phrase_hit),
+                speaker=speaker,
             )
-            for sid, seq, kind, role, created_at, length, tfs, phrase_hit in self._run(sql, params)
+            for sid, seq, kind, role, created_at, length, tfs, phrase_hit, speaker in self._run(
+                sql, params
+            )
         ]
 
     def session_fields(self, workspace: str, plan: FieldPlan) -> list[FieldRow]:

@@ -441,7 +441,7 @@ def candidates_sql(filters: Filters, *, newest_first: bool) -> tuple[LiteralStri
         # cheaper than unnesting long documents.
         "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
         "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
-        "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit "
+        "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
         "FROM messages m WHERE " + where + " AND m.tsv @@ %(tsq)s::tsquery"
     )
     if newest_first:

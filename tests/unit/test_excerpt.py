@@ -289,3 +289,15 @@ def test_clip_note_counts_the_bytes_left_out(text: str, max_bytes: int) -> None:
     kept, count = match.group(1), int(match.group(2).replace(",", ""))
     assert text.startswith(kept)
     assert utf8_len(kept) + count == utf8_len(text)
+
+
+def test_excerpt_of_a_long_identifier_shows_the_identifier() -> None:
+    text = (
+        "The cache was warm when we started. "
+        + "We then looked at unrelated parts of the build for a long while. " * 6
+        + "Finally test_cache_invalidation_version_mismatch failed on the second run."
+    )
+    terms = {"test", "cache", "invalidation", "version", "mismatch"}
+    excerpt = make_excerpt(text, terms, 120)
+    assert "**invalidation**" in excerpt and "**mismatch**" in excerpt
+    assert "warm" not in excerpt
