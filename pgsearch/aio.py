@@ -1,7 +1,8 @@
 """`AsyncPgSearch`: the facade for asyncio hosts, on psycopg's async connections.
 
-It runs the very units of work `PgSearch` runs (`pgsearch.windows`, the unit
-builders of `pgsearch.api`), on an `AsyncConnectionPool` through
+It runs the very units of work `PgSearch` runs (searches from
+`pgsearch.search.SearchEngine`, `pgsearch.windows`, the unit builders of
+`pgsearch.api`), on an `AsyncConnectionPool` through
 `pgsearch.db.store.AsyncDriver`; no thread sits between a coroutine and its
 connection. One `AsyncPgSearch` per process (per event loop), shared by every task.
 
@@ -33,12 +34,15 @@ from pgsearch.db import store
 from pgsearch.db.store import AsyncDriver, DriverConfig, Unit, router_for
 from pgsearch.ingest import FileResult, Ingestor
 from pgsearch.rows import TableSize
+from pgsearch.search import SearchEngine
 from pgsearch.settings import Settings
 from pgsearch.types import (
     DEFAULT_CONTEXT,
     MAX_WINDOW,
     Scope,
     SessionInfo,
+    SessionQueryRequest,
+    SessionQueryResult,
     Window,
     WorkspaceStats,
 )
@@ -54,6 +58,7 @@ class AsyncPgSearch:
         self.settings = settings
         self._driver = driver
         self._ingestor = Ingestor(None, settings)
+        self._engine = SearchEngine(settings)
 
     @classmethod
     async def connect(
@@ -143,7 +148,16 @@ class AsyncPgSearch:
 
     def provider(self, *, workspace: str, session_id: str | None = None) -> AsyncProvider:
         workspace = check_workspace(workspace)
-        return AsyncProvider(self._driver, Scope(workspace=workspace, session_id=session_id))
+        return AsyncProvider(
+            self._engine, self._driver, Scope(workspace=workspace, session_id=session_id)
+        )
+
+    async def search(
+        self, request: SessionQueryRequest, *, workspace: str, explain: bool = False
+    ) -> SessionQueryResult:
+        """As `PgSearch.search`: ranked matches within `workspace`."""
+        scope = Scope(workspace=check_workspace(workspace))
+        return await self._driver.run(self._engine.unit(scope, request, explain=explain))
 
     async def around(
         self,
@@ -179,9 +193,18 @@ class AsyncPgSearch:
 class AsyncProvider:
     """A scope-pinned view of an `AsyncPgSearch` (cheap; make one per host call)."""
 
-    def __init__(self, driver: AsyncDriver, scope: Scope) -> None:
+    def __init__(self, engine: SearchEngine, driver: AsyncDriver, scope: Scope) -> None:
+        self._engine = engine
         self._driver = driver
         self.scope = scope
+
+    async def search(self, request: SessionQueryRequest) -> SessionQueryResult:
+        """Ranked matches within this provider's scope (`Provider.search`)."""
+        return await self._driver.run(self._engine.unit(self.scope, request))
+
+    async def explain(self, request: SessionQueryRequest) -> SessionQueryResult:
+        """`search`, with each statement and its server plan in ``explain``."""
+        return await self._driver.run(self._engine.unit(self.scope, request, explain=True))
 
     async def around(
         self,

@@ -113,7 +113,7 @@ class PgSearch:
         self._driver = driver
         self._store = Store(driver)
         self._ingestor_: Ingestor | None = None
-        self._engine = SearchEngine(self._store, settings)
+        self._engine = SearchEngine(settings)
 
     @property
     def _ingestor(self) -> Ingestor:
@@ -244,7 +244,7 @@ class PgSearch:
         self, request: SessionQueryRequest, *, workspace: str, explain: bool = False
     ) -> SessionQueryResult:
         scope = Scope(workspace=check_workspace(workspace))
-        return self._driver.retrying(partial(self._engine.search, scope, request, explain=explain))
+        return self._driver.run(self._engine.unit(scope, request, explain=explain))
 
     def around(
         self,
@@ -294,14 +294,11 @@ class Provider:
 
     def search(self, request: SessionQueryRequest) -> SessionQueryResult:
         """Ranked matches within this provider's scope."""
-        # A read: safe to run again after a lost connection.
-        return self._driver.retrying(partial(self._engine.search, self.scope, request))
+        return self._driver.run(self._engine.unit(self.scope, request))
 
     def explain(self, request: SessionQueryRequest) -> SessionQueryResult:
         """`search`, with each statement and its server plan in ``explain``."""
-        return self._driver.retrying(
-            partial(self._engine.search, self.scope, request, explain=True)
-        )
+        return self._driver.run(self._engine.unit(self.scope, request, explain=True))
 
     def around(
         self,

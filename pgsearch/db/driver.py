@@ -51,7 +51,7 @@ from pgsearch.db.connector import (
 )
 from pgsearch.db.dsn import redact_dsn, redact_message
 from pgsearch.db.routing import PRIMARY, Choice, Intent, PrimaryRouter, Router
-from pgsearch.db.work import ProtocolError, Query, Results, Statement, Step, Unit, Work
+from pgsearch.db.work import ProtocolError, Results, Statement, Step, Unit, Work, explain_of
 from pgsearch.errors import (
     ConfigError,
     OutcomeUnknown,
@@ -87,7 +87,6 @@ NETWORK_PARAMS: dict[str, Any] = {
     "connect_timeout": 10,
 }
 
-_EXPLAIN: LiteralString = "EXPLAIN (FORMAT TEXT, COSTS true) "
 _COMMIT: Statement[Any] = Statement("commit", "COMMIT")
 _ROLLBACK: LiteralString = "ROLLBACK"
 #: The WAL position a standby must have replayed to see a commit just acknowledged:
@@ -335,7 +334,7 @@ class _Core:
         for s in step.statements:
             if explain and s.explainable:
                 batch.plans.append(len(batch.statements))
-                batch.statements.append(_explain(s))
+                batch.statements.append(explain_of(s))
             batch.own.append(len(batch.statements))
             batch.statements.append(s)
         if finish:
@@ -459,12 +458,6 @@ def _connecting(target: str, dsn: str) -> Iterator[None]:
             yield
     except PgSearchError as exc:
         raise type(exc)(redact_message(str(exc), dsn)) from exc.__cause__
-
-
-def _explain(statement: Statement[Any]) -> Statement[Any]:
-    text = statement.sql
-    query: Query = _EXPLAIN + text if isinstance(text, str) else sql.SQL(_EXPLAIN) + text
-    return Statement("explain " + statement.name, query, statement.params)
 
 
 def _decoder(statement: Statement[Any]) -> Any:

@@ -7,10 +7,11 @@ Each search-time shape has an EXPLAIN test (tests/integration/test_explain.py).
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any, LiteralString
+from collections.abc import Sequence
+from typing import Any, Literal, LiteralString
 
-from pgsearch.plan import Filters
+from pgsearch.cursor import BrowsePosition
+from pgsearch.plan import CandidatePlan, Filters, Group
 from pgsearch.policy import TOOL_NAME_SEPARATOR
 
 # --- ingest -------------------------------------------------------------------------
@@ -407,87 +408,158 @@ SELECT message_count FROM sessions WHERE workspace_id = %(ws)s AND session_id = 
 """
 
 # --- search builders ----------------------------------------------------------------
+# Each returns a statement's SQL with every one of its parameters; tsquery text is
+# built here from the plan's terms (quoted, never spliced into the SQL).
+
+Alias = Literal["m", "n"]
+
+
+def _quote(term: str) -> str:
+    return "'" + term.replace("'", "''").replace("\\", "\\\\") + "'"
+
+
+def tsquery_and(groups: Sequence[Group] | Sequence[Sequence[Any]]) -> str:
+    """Every group (word) present: AND of ORs of its expansions."""
+    return " & ".join("(" + " | ".join(_quote(e.term) for e in g) + ")" for g in groups)
+
+
+def tsquery_or(groups: Sequence[Group] | Sequence[Sequence[Any]]) -> str:
+    """Any expansion of any group present."""
+    return " | ".join(_quote(e.term) for g in groups for e in g)
+
+
+def tsquery_phrases(phrases: Sequence[Sequence[str]]) -> str | None:
+    """Any phrase of two or more words present in order."""
+    parts = ["(" + " <-> ".join(_quote(t) for t in p) + ")" for p in phrases if len(p) > 1]
+    return " | ".join(parts) or None
+
+
+def candidate_tsquery(plan: CandidatePlan) -> str:
+    """The candidate statement's match: every word, or any driving unit."""
+    if plan.strategy in ("all_words", "all_words_newest"):
+        return tsquery_and(plan.drivers[0])
+    return " | ".join(f"({tsquery_and(unit)})" for unit in plan.drivers)
+
+
+def _filter_sql(filters: Filters, a: Alias, *, session: bool = True) -> LiteralString:
+    """The WHERE clauses of a search's filters over ``messages <a>``."""
+    if a == "m":
+        ws: LiteralString = "m.workspace_id = %(ws)s AND m.kind = ANY(%(kinds)s::text[])"
+        sid: LiteralString = " AND m.session_id = %(session_id)s"
+        roles: LiteralString = " AND m.role = ANY(%(roles)s::text[])"
+        tool: LiteralString = " AND %(tool)s = ANY(string_to_array(m.tool_name, '"
+        since: LiteralString = " AND m.created_at >= %(since)s"
+        until: LiteralString = " AND m.created_at < %(until)s"
+    else:
+        ws = "n.workspace_id = %(ws)s AND n.kind = ANY(%(kinds)s::text[])"
+        sid = " AND n.session_id = %(session_id)s"
+        roles = " AND n.role = ANY(%(roles)s::text[])"
+        tool = " AND %(tool)s = ANY(string_to_array(n.tool_name, '"
+        since = " AND n.created_at >= %(since)s"
+        until = " AND n.created_at < %(until)s"
+    sql = ws
+    if session and filters.session_id is not None:
+        sql += sid
+    if filters.roles:
+        sql += roles
+    if filters.tool_name is not None:
+        sql += tool + TOOL_NAME_SEPARATOR + "'))"
+    if filters.since is not None:
+        sql += since
+    if filters.until is not None:
+        sql += until
+    return sql
+
+
+def _filter_params(filters: Filters) -> dict[str, Any]:
+    params: dict[str, Any] = {"ws": filters.workspace, "kinds": list(filters.kinds)}
+    if filters.session_id is not None:
+        params["session_id"] = filters.session_id
+    if filters.roles:
+        params["roles"] = list(filters.roles)
+    if filters.tool_name is not None:
+        params["tool"] = filters.tool_name
+    if filters.since is not None:
+        params["since"] = filters.since
+    if filters.until is not None:
+        params["until"] = filters.until
+    return params
 
 
 def filter_clauses(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     """The WHERE clauses (over ``messages m``) and parameters of a search's filters."""
-    sql: LiteralString = "m.workspace_id = %(ws)s AND m.kind = ANY(%(kinds)s::text[])"
-    params: dict[str, Any] = {"ws": filters.workspace, "kinds": list(filters.kinds)}
-    if filters.session_id is not None:
-        sql += " AND m.session_id = %(session_id)s"
-        params["session_id"] = filters.session_id
-    if filters.roles:
-        sql += " AND m.role = ANY(%(roles)s::text[])"
-        params["roles"] = list(filters.roles)
-    if filters.tool_name is not None:
-        sql += " AND %(tool)s = ANY(string_to_array(m.tool_name, '" + TOOL_NAME_SEPARATOR + "'))"
-        params["tool"] = filters.tool_name
-    if filters.since is not None:
-        sql += " AND m.created_at >= %(since)s"
-        params["since"] = filters.since
-    if filters.until is not None:
-        sql += " AND m.created_at < %(until)s"
-        params["until"] = filters.until
-    return sql, params
+    return _filter_sql(filters, "m"), _filter_params(filters)
 
 
-def candidates_sql(filters: Filters, *, newest_first: bool) -> tuple[LiteralString, dict[str, Any]]:
-    """Messages matching a tsquery within the filters, with the expanded terms' entries."""
-    where, params = filter_clauses(filters)
-    sql: LiteralString = (
-        "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
-        # The query terms' entries of the tsvector (positions give tf): marking them
-        # with weight A and filtering on it is a binary search per term in C, far
-        # cheaper than unnesting long documents.
-        "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
-        "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
-        "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
-        "FROM messages m WHERE " + where + " AND m.tsv @@ %(tsq)s::tsquery"
+_CANDIDATE_COLUMNS: LiteralString = (
+    "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
+    # The query terms' entries of the tsvector (positions give tf): marking them
+    # with weight A and filtering on it is a binary search per term in C, far
+    # cheaper than unnesting long documents.
+    "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
+    "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
+    "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
+    "FROM messages m WHERE "
+)
+
+# When more than the cap match, the cap keeps the documents that cover the most
+# IDF-weighted query units (``unit_q``/``unit_w``), newest first on ties.
+_BY_COVERAGE: LiteralString = (
+    " ORDER BY (SELECT coalesce(sum(u.w), 0) "
+    "FROM unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w) "
+    "WHERE m.tsv @@ u.q) DESC, m.created_at DESC, m.session_id, m.seq"
+)
+
+
+def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString, dict[str, Any]]:
+    """Messages matching the plan's tsquery within the filters, with the expanded
+    terms' entries, ordered as the plan's strategy says, at most the plan's cap."""
+    sql = _CANDIDATE_COLUMNS + _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
+    params = _filter_params(filters)
+    params.update(
+        terms=list(plan.terms),
+        phrase=tsquery_phrases(plan.phrases),
+        tsq=candidate_tsquery(plan),
+        cap=plan.cap,
     )
-    if newest_first:
+    if plan.strategy == "any_unit_by_coverage":
+        sql += _BY_COVERAGE
+        params.update(
+            unit_q=[tsquery_and(unit) for unit, _ in plan.coverage],
+            unit_w=[weight for _, weight in plan.coverage],
+        )
+    elif plan.newest_first:
         sql += " ORDER BY m.created_at DESC, m.session_id, m.seq"
-    sql += " LIMIT %(cap)s"
-    return sql, params
-
-
-def candidates_by_coverage_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
-    """`candidates_sql`, keeping the documents that cover the most IDF-weighted query
-    units (``unit_q``/``unit_w``) when more than the cap match, newest first on ties."""
-    sql, params = candidates_sql(filters, newest_first=False)
-    head, _, _ = sql.rpartition(" LIMIT ")
-    return (
-        head + " ORDER BY (SELECT coalesce(sum(u.w), 0) "
-        "FROM unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w) "
-        "WHERE m.tsv @@ u.q) DESC, m.created_at DESC, m.session_id, m.seq LIMIT %(cap)s",
-        params,
-    )
+    return sql + " LIMIT %(cap)s", params
 
 
 def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     """How many entries the filters cover (when per-kind statistics cannot tell)."""
-    where, params = filter_clauses(filters)
-    return "SELECT count(*) FROM messages m WHERE " + where, params
+    return "SELECT count(*) FROM messages m WHERE " + _filter_sql(filters, "m"), _filter_params(
+        filters
+    )
 
 
 def browse_sql(
-    filters: Filters, *, per_session: bool, after: bool
+    filters: Filters, *, per_session: bool, after: BrowsePosition | None, limit: int
 ) -> tuple[LiteralString, dict[str, Any]]:
     """Newest entries in scope (optionally the newest per session), keyset-paged."""
-    where, params = filter_clauses(filters)
     sql: LiteralString = (
-        "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at FROM messages m WHERE " + where
+        "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at FROM messages m WHERE "
+        + _filter_sql(filters, "m")
     )
-    if after:
+    params = _filter_params(filters)
+    params["limit"] = limit
+    if after is not None:
         sql += (
             " AND (m.created_at < %(c_time)s OR (m.created_at = %(c_time)s"
             " AND (m.session_id, m.seq) > (%(c_sid)s, %(c_seq)s)))"
         )
+        params.update(c_time=after[0], c_sid=after[1], c_seq=after[2])
     if per_session:
-        inner_where, _ = filter_clauses(replace(filters, session_id=None))
-        inner: LiteralString = inner_where.replace("m.", "n.")
         sql += (
             " AND NOT EXISTS (SELECT 1 FROM messages n WHERE "
-            + inner
+            + _filter_sql(filters, "n", session=False)
             + " AND n.session_id = m.session_id AND n.seq > m.seq)"
         )
     sql += " ORDER BY m.created_at DESC, m.session_id, m.seq LIMIT %(limit)s"

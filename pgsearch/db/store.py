@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -65,9 +64,6 @@ __all__ = [
 
 #: The `workspace_stats` row that counts session titles/summaries, not messages.
 FIELDS_STAT = q.FIELDS_STAT
-
-#: An open transaction (`Tx`) as the search engine receives it.
-Cursor = Tx
 
 T = TypeVar("T")
 
@@ -645,48 +641,17 @@ def maintenance(statement: LiteralString) -> Work[None]:
     yield from execute(Statement("maintenance", statement), final=True)
 
 
-def cursor_key() -> Work[bytes]:
-    rows = yield from fetch(Statement("cursor key", q.CURSOR_KEY, decode=_first), final=True)
-    return (rows[0] if rows else "pgsearch").encode()
-
-
 class Store:
     """Runs the operations above through a `Driver` (the blocking entry points)."""
 
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
-        self._cursor_key: bytes | None = None
 
     def read(self, work: Callable[[], Work[T]], workspace: str | None, *, context: str) -> T:
         return self.driver.run(Unit(work=work, workspace=workspace, write=False, context=context))
 
     def write(self, work: Callable[[], Work[T]], workspace: str | None, *, context: str) -> T:
         return self.driver.run(Unit(work=work, workspace=workspace, write=True, context=context))
-
-    @contextmanager
-    def transaction(
-        self,
-        workspace: str | None,
-        *,
-        search: bool = False,
-        timeout_ms: int = 0,
-        context: str = "",
-        write: bool | None = None,
-    ) -> Iterator[Tx]:
-        """An open transaction for the search engine (writes unless `search`).
-
-        `timeout_ms` is accepted for older callers; the driver applies the read or
-        write statement timeout of the settings.
-        """
-        with self.driver.transaction(
-            workspace, write=not search if write is None else write, search=search, context=context
-        ) as tx:
-            yield tx
-
-    def retrying(self, work: Callable[[], T]) -> T:
-        """Run `work`, which opens its own transaction, again when that is safe (see
-        `Driver.retrying`)."""
-        return self.driver.retrying(work)
 
     def after_bulk_load(self, added: int) -> None:
         """Merge the message index's pending list and refresh planner statistics.
@@ -707,33 +672,3 @@ class Store:
                 self.write(partial(maintenance, statement), None, context="refreshing statistics")
             except StoreError as exc:
                 log.info("skipped after a bulk load: %s", exc)
-
-    # --- compatibility for the search engine (until it reads through named reads) --
-
-    def cursor_key(self, tx: Tx) -> bytes:
-        if self._cursor_key is None:
-            self._cursor_key = tx.run(cursor_key())
-        return self._cursor_key
-
-    def run(
-        self,
-        tx: Tx,
-        statement: Any,
-        params: dict[str, Any],
-        *,
-        explain: list[str] | None = None,
-    ) -> list[tuple[Any, ...]]:
-        """Run one statement; with `explain`, append its SQL and plan to that list."""
-        if explain is not None:
-            plan = tx.run(
-                fetch(  # one EXPLAIN row per plan line
-                    Statement(
-                        "explain",
-                        "EXPLAIN (FORMAT TEXT, COSTS true) " + statement,
-                        params,
-                        as_tuple,
-                    )
-                )
-            )
-            explain.append(f"{' '.join(str(statement).split())}\n" + "\n".join(r[0] for r in plan))
-        return tx.run(fetch(Statement("search", statement, params, as_tuple)))

@@ -22,7 +22,8 @@ import psycopg
 import pytest
 
 from pgsearch import PgSearch, SessionQueryRequest, Settings, StoreError
-from pgsearch.db.store import Store
+from pgsearch.db.driver import Driver
+from pgsearch.db.work import Statement
 from pgsearch.excerpt import utf8_len
 from pgsearch.search import MAX_TITLE_BYTES
 from pgsearch.types import MAX_EXCERPT_BYTES, MAX_LIMIT, MAX_RESULT_BYTES, MAX_WINDOW
@@ -74,7 +75,7 @@ def big_dsn(databases: Databases, template_db: str) -> Iterator[str]:
 
 
 class Statements:
-    """Rows each statement returned (observed through the store, the database is real)."""
+    """Rows each statement returned (observed through the driver, the database is real)."""
 
     def __init__(self) -> None:
         self.rows: list[tuple[str, int]] = []
@@ -83,16 +84,16 @@ class Statements:
 @pytest.fixture
 def statements(monkeypatch: pytest.MonkeyPatch) -> Statements:
     seen = Statements()
-    real_run = Store.run
+    real_pipeline = Driver._pipeline
 
-    def recording_run(
-        self: Store, cur: Any, statement: Any, params: dict[str, Any], **kw: Any
-    ) -> Any:
-        rows = real_run(self, cur, statement, params, **kw)
-        seen.rows.append((" ".join(str(statement).split()), len(rows)))
+    def recording_pipeline(
+        self: Driver, conn: Any, statements: list[Statement[Any]], rec: Any
+    ) -> list[list[Any]]:
+        rows = real_pipeline(self, conn, statements, rec)
+        seen.rows += [(s.text, len(r)) for s, r in zip(statements, rows, strict=True)]
         return rows
 
-    monkeypatch.setattr(Store, "run", recording_run)
+    monkeypatch.setattr(Driver, "_pipeline", recording_pipeline)
     return seen
 
 
