@@ -58,6 +58,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "no_speaker": {"speaker_weight": 0.0},
     "no_per_expansion_idf": {"per_expansion_idf": False},
     "no_realword": {"realword_df": 0},
+    # Tuning (not ablations): other weights and limits.
+    "session_0.3": {"session_weight": 0.3},
+    "session_0.5": {"session_weight": 0.5},
+    "context_0.5": {"context_weight": 0.5},
+    "expansions_16": {"max_expansions": 16, "fuzzy_fetch": 64},
 }
 
 

@@ -80,21 +80,21 @@ class Settings:
     typo_distance: str = "osa"
     #: A word found as written fewer than this many times is still checked for a far
     #: more common spelling one edit away (people misspell in logs too); 0 disables.
-    realword_df: int = 0
+    realword_df: int = 20
     #: ... which it must outnumber this many times over to be taken as meant.
     realword_ratio: float = 10.0
     #: Each typo expansion of a word absent from the vocabulary scored with its own
     #: IDF (a rare intended word is not diluted by its common neighbours).
-    per_expansion_idf: bool = False
+    per_expansion_idf: bool = True
     #: Share of the best neighbouring turn's score (the message a hit answers, or the
     #: one answering it) added to a hit's score; 0 disables.
-    context_weight: float = 0.0
+    context_weight: float = 0.3
     #: Share of the session's evidence (its best hits' scores summed) added to each
     #: of its hits' scores; 0 disables.
-    session_weight: float = 0.0
+    session_weight: float = 0.1
     #: Match weight of a query word naming a message's speaker (the ``name`` of a
     #: user or assistant message); 0 disables.
-    speaker_weight: float = 0.0
+    speaker_weight: float = 1.0
     #: pg_trgm similarity a vocabulary term needs before edit distance is checked.
     #: One edit leaves a 5-8 letter word at least 0.33 similar to the original (n+1
     #: padded trigrams, at most 3 changed); two edits leave a 9+ letter word at least
