@@ -109,8 +109,7 @@ def run_locomo(pg: PgSearch, devset: Path) -> dict[str, float]:
 def run_agentlog(pg: PgSearch, queries: list[dict[str, Any]]) -> dict[str, float]:
     figures = agentlog.evaluate(agentlog.ours(pg), queries)
     return {
-        f"agentlog_mrr_{v}": figures[v]["message"]["mrr@10"]
-        for v in ("original", "typo", "accent")
+        f"agentlog_mrr_{v}": figures[v]["message"]["mrr@10"] for v in ("original", "typo", "accent")
     }
 
 
@@ -138,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     extra: dict[str, Any] = {}
     for item in args.set:
         key, _, value = item.partition("=")
-        extra[key] = json.loads(value) if value[:1] in "0123456789-tf[{\"" else value
+        extra[key] = json.loads(value) if value[:1] in '0123456789-tf[{"' else value
     runners: dict[str, Any] = {}
     if "locomo" in sets:
         try:
