@@ -6,7 +6,9 @@
 Sets: ``locomo`` (the shared set of real conversations, `bench.locomo`: message R@10
 clean and typo, EvR@10 clean, session R@1 clean), ``agentlog`` (the synthetic
 agent-log dev set of `bench.devset`: MRR@10 as written, typo and accent) and
-``typos`` (`bench.typos`: typo recall beside spelled-right recall). Each set is
+``typos`` (`bench.typos`: typo recall beside spelled-right recall) and ``latency``
+(p50/p99 of the default request over 420 generated queries on 100k messages,
+after a warm-up pass: what each rule costs). Each set is
 ingested once into its own database (``pgsearch_bench_ablate_<set>``, kept between
 runs; ``--fresh`` rebuilds them); only the settings change between configurations, so
 every rule measured here works on the index as it is. Writes
@@ -37,7 +39,7 @@ from pgsearch.settings import Settings
 FINAL: dict[str, Any] = {
     "typo_distance": "osa",
     "context_weight": 0.3,
-    "session_weight": 0.1,
+    "session_weight": 0.3,
     "speaker_weight": 1.0,
     "per_expansion_idf": True,
     "realword_df": 20,
@@ -59,7 +61,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "no_per_expansion_idf": {"per_expansion_idf": False},
     "no_realword": {"realword_df": 0},
     # Tuning (not ablations): other weights and limits.
-    "session_0.3": {"session_weight": 0.3},
+    "session_0.1": {"session_weight": 0.1},
+    "session_coverage": {"session_coverage": True},
+    "trigram_0.2": {"trigram_threshold": 0.2},
     "session_0.5": {"session_weight": 0.5},
     "context_0.5": {"context_weight": 0.5},
     "expansions_16": {"max_expansions": 16, "fuzzy_fetch": 64},
@@ -92,9 +96,9 @@ def database(server: str, name: str, fresh: bool, load: Any) -> str:
     return dsn
 
 
-def run_locomo(pg: PgSearch, devset: Path) -> dict[str, float]:
+def run_locomo(pg: PgSearch, devset: Path, every: int = 1) -> dict[str, float]:
     figures = locomo.evaluate(
-        locomo.searcher(pg), devset, variants=("clean", "typo"), sessions=True
+        locomo.searcher(pg), devset, variants=("clean", "typo"), sessions=True, every=every
     )
     c, t = figures["clean"], figures["typo"]
     return {
@@ -124,12 +128,34 @@ def run_typos(pg: PgSearch, queries: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
+def run_latency(pg: PgSearch, queries: list[dict[str, Any]]) -> dict[str, float]:
+    """p50/p99 of the default request over the generated queries (one warm pass)."""
+    from pgsearch import SessionQueryRequest
+
+    def once() -> list[float]:
+        ms = []
+        for q in queries:
+            request = SessionQueryRequest(query=q["query"], limit=10)
+            t0 = time.perf_counter()
+            pg.search(request, workspace=q["workspace"])
+            ms.append((time.perf_counter() - t0) * 1000)
+        return sorted(ms)
+
+    once()
+    ms = once()
+    return {
+        "latency_p50": round(ms[len(ms) // 2], 2),
+        "latency_p99": round(ms[int(len(ms) * 0.99)], 2),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="", help="comma-separated configurations")
     parser.add_argument("--sets", default="locomo,agentlog,typos")
     parser.add_argument("--server", default=DEFAULT_SERVER)
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--every", type=int, default=1, help="LoCoMo: every n-th query only")
     parser.add_argument("--set", action="append", default=[], help="extra key=value for all")
     args = parser.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(CONFIGS)
@@ -148,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         dsn = database(
             args.server, "locomo", args.fresh, lambda pg: locomo.ingest(pg, devset, accented=False)
         )
-        runners["locomo"] = (dsn, lambda pg: run_locomo(pg, devset))
+        runners["locomo"] = (dsn, lambda pg: run_locomo(pg, devset, args.every))
     if "agentlog" in sets:
         root = RESULTS / "devset"
         if not (root / "manifest.json").is_file():
@@ -168,6 +194,16 @@ def main(argv: list[str] | None = None) -> int:
         tq = typos.load(corpus)
         dsn = database(args.server, "typos", args.fresh, lambda pg: typos.ingest(pg, corpus))
         runners["typos"] = (dsn, lambda pg: run_typos(pg, tq))
+    if "latency" in sets:
+        lcfg = Config(messages=100_000)
+        lcorpus = RESULTS / f"corpus-{lcfg.label()}"
+        ensure_corpus(lcfg, lcorpus)
+        rows = [json.loads(x) for x in (lcorpus / "queries.jsonl").open(encoding="utf-8")]
+        # Ranked classes without filters or a session scope, 60 of each.
+        plain = ("exact", "typo", "accent", "cjk", "common", "short", "multi")
+        picked = [r for c in plain for r in [x for x in rows if x["class"] == c][:60]]
+        dsn = database(args.server, "latency", args.fresh, lambda pg: typos.ingest(pg, lcorpus))
+        runners["latency"] = (dsn, lambda pg: run_latency(pg, picked))
     table: dict[str, dict[str, float]] = {}
     for name in names:
         settings = Settings().with_(**{**FINAL, **extra, **CONFIGS[name]})
@@ -198,7 +234,7 @@ def render(table: dict[str, dict[str, float]]) -> str:
 
 
 def _col_order(col: str) -> tuple[int, str]:
-    for i, prefix in enumerate(("locomo", "agentlog", "rare", "realword")):
+    for i, prefix in enumerate(("locomo", "agentlog", "rare", "realword", "latency")):
         if col.startswith(prefix):
             return i, col
     return 9, col
