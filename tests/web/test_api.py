@@ -470,3 +470,18 @@ def test_unknown_query_parameters_are_refused(server: LiveServer, tokens: dict[s
         assert response.status_code == 400, path
         assert error_code(response) == "invalid_query"
         assert "unknown query parameter" in response.json()["error"]["message"]
+
+
+def test_health_is_503_when_the_schema_is_not_current(dsn: str) -> None:
+    import psycopg
+
+    from pgsearch import Settings
+    from pgsearch.web.app import ServeConfig
+
+    with LiveServer(ServeConfig(), Settings.from_env(dsn=dsn)) as live:
+        assert client(live).get("/healthz").status_code == 200
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("UPDATE pgsearch_alembic_version SET version_num = '0001'")
+        response = client(live).get("/healthz")
+        assert response.status_code == 503 and error_code(response) == "unavailable"
+        assert "pgsearch migrate" in response.json()["error"]["message"]
