@@ -107,12 +107,13 @@ class AsyncPgSearch:
         roots: Sequence[str | os.PathLike[str]] | None = None,
         format: str = "auto",
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> FileResult:
         """As `PgSearch.ingest_file`. The file is read, parsed and indexed in a worker
         thread, against its record as last stored; the write is one transaction on
         this object's pool (which reads the file again only if another writer changed
         its record in between)."""
-        ws, given, real = await asyncio.to_thread(
+        ws, given, real, pin = await asyncio.to_thread(
             partial(
                 self._ingestor.locate,
                 path,
@@ -138,6 +139,8 @@ class AsyncPgSearch:
             records.get(str(real)),
             session_id,
             format,
+            include_forgotten,
+            pin,
         )
         return await self._driver.run(unit)
 

@@ -164,17 +164,20 @@ class PgSearch:
         *,
         create: bool = False,
         downgrade: bool = False,
+        distribute: bool = False,
     ) -> str | None:
         """Upgrade the schema of `dsn` (default: settings) to `revision`.
 
         With `create`, the database itself is created first when it does not exist.
         With `downgrade`, the schema goes down to `revision` instead; a `revision` on
         the wrong side of the current one is refused with what to run instead.
+        With `distribute`, a schema whose tables are local is then distributed over
+        the Citus cluster the database belongs to, rows included (`pgsearch.db.citus`).
         """
         target = Settings.from_env().dsn if dsn is None else dsn
         if create:
             migrations.create_database(target)
-        return migrations.migrate(target, revision, downgrade=downgrade)
+        return migrations.migrate(target, revision, downgrade=downgrade, distribute=distribute)
 
     def close(self) -> None:
         """Close the pool (waits for calls in flight to return their connections)."""
@@ -197,13 +200,15 @@ class PgSearch:
         roots: Sequence[str | os.PathLike[str]] | None = None,
         format: str = "auto",
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> FileResult:
         """Ingest one session file (one transaction); raises `IngestError`.
 
         `format`: ``auto`` (detected per file), ``openai``, ``claude-code``,
         ``codex``, ``gemini`` or ``opencode``. With `workspace_from_cwd`, an agent log
         goes to the workspace named by its working directory (`workspace` when it
-        names none; `FileResult.no_cwd` then says so).
+        names none; `FileResult.no_cwd` then says so). A session forgotten with
+        `forget` stays forgotten unless `include_forgotten` brings it back.
         """
         return self._ingestor.ingest_file(
             path,
@@ -212,6 +217,7 @@ class PgSearch:
             roots=_roots(roots),
             format=format,
             workspace_from_cwd=workspace_from_cwd,
+            include_forgotten=include_forgotten,
         )
 
     def ingest_paths(
@@ -223,6 +229,7 @@ class PgSearch:
         on_file: Callable[[FileResult], None] | None = None,
         format: str = "auto",
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> IngestReport:
         """Ingest files and directories (the session files of every format pgsearch
         reads, `pgsearch.sources`); bad files are reported, not raised."""
@@ -233,7 +240,17 @@ class PgSearch:
             on_file=on_file,
             format=format,
             workspace_from_cwd=workspace_from_cwd,
+            include_forgotten=include_forgotten,
         )
+
+    def relocate(
+        self, *, workspace: str, old: str | os.PathLike[str], new: str | os.PathLike[str]
+    ) -> int:
+        """Tell pgsearch that what it ingested from `old` (a file or a directory) now
+        lives at `new`, so that ingesting `new` reads on instead of refusing its
+        sessions. Returns how many file records moved. A moved file is also
+        recognised by its content when it is ingested at its new path."""
+        return self._driver.run(self._ingestor.relocate(workspace=workspace, old=old, new=new))
 
     def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
         """Append messages to a session; they are searchable when this returns."""
@@ -242,7 +259,12 @@ class PgSearch:
         )
 
     def forget(self, *, workspace: str, session_id: str | None = None) -> int:
-        """Delete a session (or a whole workspace); statistics follow. Returns messages deleted."""
+        """Delete a session (or a whole workspace); statistics follow. Returns messages deleted.
+
+        A forgotten session stays forgotten when its file is ingested again (or
+        watched); ``ingest_file(..., include_forgotten=True)`` brings it back.
+        Forgetting a whole workspace removes everything, so its files can be
+        ingested afresh."""
         return self._driver.run(forget_unit(workspace, session_id))
 
     # --- reading ------------------------------------------------------------------

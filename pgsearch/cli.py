@@ -199,19 +199,38 @@ def _time(value: str | None, name: str) -> datetime | None:
     is_flag=True,
     help="Go down to --revision (dropping what later revisions added).",
 )
+@click.option(
+    "--distribute",
+    is_flag=True,
+    help="Then distribute a single-node schema over Citus, with its data "
+    "(the citus extension and its workers must be set up; see docs/scale-out.md).",
+)
 @pass_ctx
 @handle_errors
-def migrate(ctx: Context, revision: str, create: bool, downgrade: bool) -> None:
+def migrate(ctx: Context, revision: str, create: bool, downgrade: bool, distribute: bool) -> None:
     """Create or upgrade the pgsearch schema (run this in deploys)."""
     from pgsearch.api import PgSearch
 
-    current = PgSearch.migrate(ctx.settings().dsn, revision, create=create, downgrade=downgrade)
+    if distribute and downgrade:
+        raise click.UsageError("--distribute and --downgrade cannot be combined")
+    current = PgSearch.migrate(
+        ctx.settings().dsn, revision, create=create, downgrade=downgrade, distribute=distribute
+    )
     _echo(f"schema at revision {current}")
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @workspace_option
+@click.option(
+    "--relocate",
+    nargs=2,
+    type=click.Path(path_type=str),
+    default=None,
+    metavar="OLD NEW",
+    help="What was ingested from OLD (a file or directory) now lives at NEW: re-home it, "
+    "then ingest NEW (or the PATHS given).",
+)
 @click.option(
     "--root",
     "roots",
@@ -236,6 +255,11 @@ def migrate(ctx: Context, revision: str, create: bool, downgrade: bool) -> None:
     "(--workspace for files that name none).",
 )
 @click.option(
+    "--include-forgotten",
+    is_flag=True,
+    help="Bring back sessions removed with `pgsearch forget` (they stay forgotten otherwise).",
+)
+@click.option(
     "--watch",
     is_flag=True,
     help="Keep running: ingest files as they appear and grow, until Ctrl-C.",
@@ -257,8 +281,10 @@ def ingest(
     quiet: bool,
     fmt: str,
     workspace_from_cwd: bool,
+    include_forgotten: bool,
     watch: bool,
     interval: float,
+    relocate: tuple[str, str] | None,
 ) -> None:
     """Ingest session files, or directories holding them.
 
@@ -273,7 +299,21 @@ def ingest(
 
     With --watch, files are polled and re-ingested as they grow (a rewritten file is
     re-read whole); Ctrl-C stops and prints a summary.
+
+    A session removed with `pgsearch forget` stays forgotten when its file is
+    ingested or watched again; --include-forgotten brings it back.
+
+    A file that moved (its directory renamed) is recognised by its content at the
+    new path; --relocate OLD NEW says so explicitly for a whole tree.
     """
+    if relocate:
+        old, new = relocate
+        with ctx.open() as pg:
+            moved = pg.relocate(workspace=workspace, old=old, new=new)
+        _echo(f"relocated {moved} files from {old} to {new}", err=True)
+        paths = paths or (new,)
+    if not paths:
+        _fail("give the session files or directories to ingest")
     if watch:
         _watch(
             ctx,
@@ -282,6 +322,7 @@ def ingest(
             roots=roots,
             fmt=fmt,
             workspace_from_cwd=workspace_from_cwd,
+            include_forgotten=include_forgotten,
             interval=interval,
             quiet=quiet,
         )
@@ -321,6 +362,7 @@ def ingest(
                     on_file=tick,
                     format=fmt,
                     workspace_from_cwd=workspace_from_cwd,
+                    include_forgotten=include_forgotten,
                 )
             for line in errors:
                 _echo(f"pgsearch: {line}", err=True)
@@ -332,6 +374,7 @@ def ingest(
                 on_file=note,
                 format=fmt,
                 workspace_from_cwd=workspace_from_cwd,
+                include_forgotten=include_forgotten,
             )
     _echo(report.summary())
     if report.errors:
@@ -609,7 +652,12 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
 @pass_ctx
 @handle_errors
 def forget(ctx: Context, workspace: str, session_id: str | None, yes: bool) -> None:
-    """Delete a session (or a whole workspace) and update statistics."""
+    """Delete a session (or a whole workspace) and update statistics.
+
+    A forgotten session stays forgotten: ingesting or watching its file again skips
+    it, until `pgsearch ingest --include-forgotten`. Forgetting a whole workspace
+    removes everything of it; ingesting its files again starts afresh.
+    """
     if (
         session_id is None
         and not yes
@@ -680,8 +728,12 @@ def mcp_command(ctx: Context, dsn: str | None, workspace: str, session_id: str |
 
     if dsn:
         ctx.dsn = dsn
+    # Opened once here so that a wrong DSN, a schema out of date or a bad scope fail
+    # before the protocol starts (the embedded server is also migrated by it).
     with ctx.open() as pg:
-        mcp_server.serve_stdio(pg.provider(workspace=workspace, session_id=session_id))
+        pg.provider(workspace=workspace, session_id=session_id)
+        settings = pg.settings
+    mcp_server.serve_stdio(settings, workspace=workspace, session_id=session_id)
 
 
 @main.command("tool-schema")
@@ -709,10 +761,14 @@ def _watch(
     roots: Sequence[str],
     fmt: str,
     workspace_from_cwd: bool,
+    include_forgotten: bool,
     interval: float,
     quiet: bool,
 ) -> None:
-    """`pgsearch ingest --watch`: poll until Ctrl-C (or SIGTERM), then print a summary."""
+    """`pgsearch ingest --watch`: poll until Ctrl-C (or SIGTERM), then print a summary.
+
+    With `include_forgotten`, the first pass over each file brings its forgotten
+    sessions back; later passes leave what is forgotten afterwards forgotten."""
     import signal
     from pathlib import Path
 
@@ -727,14 +783,18 @@ def _watch(
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with ctx.open() as pg:
+            seen: set[Path] = set()
 
             def ingest_one(path: Path) -> FileResult:
+                first = path not in seen
+                seen.add(path)
                 return pg.ingest_file(
                     path,
                     workspace=workspace,
                     roots=roots or None,
                     format=fmt,
                     workspace_from_cwd=workspace_from_cwd,
+                    include_forgotten=include_forgotten and first,
                 )
 
             def note(result: FileResult) -> None:

@@ -115,6 +115,10 @@ class Settings:
     #: for the Row Level Security policies of migration 0002. Needed, and then
     #: enforced by the server, when the role connecting owns none of the tables.
     row_level_security: bool = False
+    #: On Citus, make every transaction bound to a workspace fail any statement that
+    #: would run on more than one shard (``citus.multi_task_query_log_level = error``):
+    #: the proof, in staging or tests, that each workspace's work stays on one shard.
+    citus_single_shard: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -159,6 +163,13 @@ class Settings:
             if flag not in _TRUE | _FALSE:
                 raise ConfigError(f"PGSEARCH_RLS must be on or off (1/0, true/false), got {flag!r}")
             values["row_level_security"] = flag in _TRUE
+        if "PGSEARCH_CITUS_SINGLE_SHARD" in env:
+            flag = env["PGSEARCH_CITUS_SINGLE_SHARD"].strip().lower()
+            if flag not in _TRUE | _FALSE:
+                raise ConfigError(
+                    f"PGSEARCH_CITUS_SINGLE_SHARD must be on or off (1/0, true/false), got {flag!r}"
+                )
+            values["citus_single_shard"] = flag in _TRUE
         values.update({k: v for k, v in overrides.items() if v is not None})
         settings = cls(**values)  # type: ignore[arg-type]
         settings.validate()

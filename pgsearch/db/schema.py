@@ -20,6 +20,11 @@ distributed by workspace later without a rewrite.
 - ``leaf_titles`` holds titles that name their session through one of its messages
   (Claude Code ``summary`` lines, ``leafUuid``) until, and after, that message is
   stored; ``messages_entry_idx`` finds the message.
+- ``forgotten_sessions`` keeps the sessions a user forgot (a tombstone with the file
+  they came from), so that ingesting that file again does not bring them back;
+  ``ingested_files.head_digest``/``tail_digest`` are digests of bounded windows of
+  the bytes read, to check a grown file cheaply and to recognise a moved one
+  (migration 0005).
 
 - ``api_tokens`` holds the bearer tokens of `pgsearch serve` as SHA-256 hashes, each
   bound to a workspace (optionally one session) and to read or read/write
@@ -95,6 +100,7 @@ sessions = Table(
         postgresql_with={"fastupdate": "off"},
     ),
     Index("sessions_updated_idx", "workspace_id", text("updated_at DESC")),
+    Index("sessions_source_idx", "workspace_id", "source"),
 )
 
 messages = Table(
@@ -174,7 +180,21 @@ ingested_files = Table(
     Column("digest", Text, nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     Column("parser", Text),
+    Column("head_digest", Text),
+    Column("tail_digest", Text),
     PrimaryKeyConstraint("workspace_id", "path", name="ingested_files_pkey"),
+    Index("ingested_files_head_idx", "workspace_id", "head_digest"),
+)
+
+forgotten_sessions = Table(
+    "forgotten_sessions",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("source", Text),
+    Column("forgotten_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    PrimaryKeyConstraint("workspace_id", "session_id", name="forgotten_sessions_pkey"),
+    Index("forgotten_sessions_source_idx", "workspace_id", "source"),
 )
 
 leaf_titles = Table(
