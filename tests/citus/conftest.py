@@ -165,16 +165,44 @@ def schemas(coordinator: str) -> Iterator[Schemas]:
 
 
 @pytest.fixture(scope="session")
-def cluster_dsn(schemas: Schemas) -> str:
-    """A schema migrated on the cluster, shared by the suite's tests (each test uses
-    workspaces of its own, or the `dsn` fixture, which empties the tables after it)."""
-    dsn = schemas.create("shared")
-    placed = citus_tables(dsn)
+def cluster_dsn(coordinator: str) -> Iterator[str]:
+    """The coordinator database's own schema (``public``), migrated on the cluster and
+    shared by the suite's tests: each test uses workspaces of its own, or the `dsn`
+    fixture, which empties the tables after it. Downgraded to nothing at the end."""
+    migrate(with_options(coordinator, citus__shard_count=str(SHARDS)))
+    placed = citus_tables(coordinator)
     assert {t: m for t, (m, _) in placed.items()} == {
         **{t: "h" for t in citus.DISTRIBUTED_TABLES},
         **{t: "n" for t in citus.REFERENCE_TABLES},
     }
-    return dsn
+    yield coordinator
+    migrate(coordinator, "base", downgrade=True)
+
+
+@pytest.fixture
+def app_role(cluster_dsn: str) -> Iterator[str]:
+    """A login role that owns nothing and bypasses nothing, with an application's
+    privileges on the shared schema (Citus creates it, and grants, on every node)."""
+    role = f"pgsearch_test_{RUN_ID}_app_{uuid.uuid4().hex[:8]}"
+    ident = sql.Identifier(role)
+    with psycopg.connect(cluster_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS").format(ident))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(ident))
+        conn.execute(
+            sql.SQL(
+                "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {}"
+            ).format(ident)
+        )
+    try:
+        yield role
+    finally:
+        with psycopg.connect(cluster_dsn, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(ident))
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(ident))
 
 
 @pytest.fixture
