@@ -110,7 +110,9 @@ def _start(script: Path, cluster: Path) -> str:
             timeout=180,
         )
         if done.returncode == 0:
-            return done.stdout.strip().splitlines()[-1]
+            dsn = done.stdout.strip().splitlines()[-1]
+            _allow_citus_decoding(dsn, [port, port + 1, port + 2])
+            return dsn
         logs = "".join(p.read_text(errors="replace")[-600:] for p in cluster.glob("*.log"))
         subprocess.run([str(script), "stop", str(cluster)], capture_output=True, timeout=120)
         if "Address already in use" not in logs:
@@ -118,6 +120,27 @@ def _start(script: Path, cluster: Path) -> str:
         shutil.rmtree(cluster, ignore_errors=True)
         port += 3
     pytest.fail(f"cluster.sh found no free ports from {FIRST_PORT} to {port}")
+
+
+def _allow_citus_decoding(dsn: str, ports: list[int]) -> None:
+    """Let Citus' logical decoding plugin stream shards (tenant moves and splits with
+    logical replication), where the server restricts the plugins it loads."""
+    for port in ports:
+        params = conninfo_to_dict(dsn)
+        params["port"] = str(port)
+        with psycopg.connect(make_conninfo(**params), autocommit=True) as conn:  # type: ignore[arg-type]
+            allowed = conn.execute(
+                "SELECT setting FROM pg_settings WHERE name = 'output_plugin_libraries'"
+            ).fetchone()
+            if allowed is None or "citus" in str(allowed[0]):
+                continue
+            names = [n.strip().strip('"') for n in str(allowed[0]).split(",") if n.strip()]
+            conn.execute(
+                sql.SQL("ALTER SYSTEM SET output_plugin_libraries = {}").format(
+                    sql.SQL(", ").join(sql.Identifier(n) for n in [*names, "citus"])
+                )
+            )
+            conn.execute("SELECT pg_reload_conf()")
 
 
 @pytest.fixture(scope="session", autouse=True)
