@@ -5,12 +5,16 @@
   (``citus.propagate_set_commands = 'local'``), where the policies filter the rows.
   Its tests include raw SQL with no workspace filter on a bound connection, which
   reads every shard by design: this module runs without the single-shard check.
+- Crash safety: ``kill -9`` of ingests through the coordinator leaves each file all
+  or nothing, its record agreeing, the statistics exact.
 - Concurrency: racing ingests, appends and forgets of the same files and sessions
   keep every row once and the statistics exact (deadlock-free term order on shards).
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 
 import psycopg
@@ -21,8 +25,11 @@ from pgsearch.db.store import Tx
 from pgsearch.db.work import Statement, as_tuple, fetch
 from pgsearch.errors import StoreError
 from tests.helpers import assert_statistics_exact
-from tests.reliability import test_concurrency, test_tenant_isolation
+from tests.reliability import test_concurrency, test_crash_safety, test_tenant_isolation
 from tests.reliability.test_concurrency import *  # noqa: F403
+from tests.reliability.test_crash_safety import (
+    test_kill_minus_nine_mid_ingest_leaves_each_file_all_or_nothing as test_kill_on_the_cluster,
+)
 from tests.reliability.test_tenant_isolation import *  # noqa: F403
 from tests.reliability.test_tenant_isolation import PER_WORKSPACE, A, B, Tenants
 
@@ -96,3 +103,40 @@ def test_the_shards_enforce_the_binding_below_the_library(tenants: Tenants) -> N
             conn.execute("SELECT workspace_id, count(*) FROM messages GROUP BY 1").fetchall()
         )
     assert counts == {A: PER_WORKSPACE, B: PER_WORKSPACE}
+
+
+# --- crash safety ---------------------------------------------------------------------
+# The kill -9 test of tests/reliability, on the cluster, with fewer kills (each run
+# ingests through the coordinator). After a kill it waits for the coordinator's
+# pgsearch sessions to go (the Citus maintenance daemon stays connected, so "no
+# other session at all" never comes); a killed client's coordinator session aborts
+# its transaction on the worker with it.
+
+
+def _pgsearch_sessions_gone(dsn: str, timeout: float = 30.0) -> int:
+    deadline = time.monotonic() + timeout
+    first: int | None = None
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*), count(*) FILTER (WHERE xact_start IS NOT NULL)"
+                " FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name = 'pgsearch' AND pid <> pg_backend_pid()"
+            ).fetchone()
+            assert row is not None
+            first = int(row[1]) if first is None else first
+            if row[0] == 0:
+                return first
+            assert time.monotonic() < deadline, "pgsearch sessions still connected"
+            time.sleep(0.05)
+
+
+@pytest.fixture(autouse=True)
+def crash_on_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(test_crash_safety, "wait_for_other_backends", _pgsearch_sessions_gone)
+    monkeypatch.setattr(
+        test_crash_safety, "KILLS", int(os.environ.get("PGSEARCH_CRASH_KILLS", "3"))
+    )
+
+
+assert test_kill_on_the_cluster

@@ -33,7 +33,7 @@ def test_cluster_and_one_node_give_identical_answers(
     schemas: Schemas, databases: Databases, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     out = tmp_path_factory.mktemp("corpus")
-    ensure_corpus(Config(messages=2500, workspaces=5, queries_per_class=4), out, quiet=True)
+    ensure_corpus(Config(messages=1500, workspaces=4, queries_per_class=4), out, quiet=True)
     queries = load_queries(out / "queries.jsonl")
     assert {q["class"] for q in queries} == set(QUERY_CLASSES)
     node = databases.dsn(databases.create(prefix="same"))
