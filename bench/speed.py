@@ -37,7 +37,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +49,7 @@ from psycopg import sql
 from bench import alternatives as alt
 from bench.generate import Config, TextMaker, Vocabulary, ensure_corpus
 from pgsearch import PgSearch, SessionQueryRequest
+from pgsearch.db.work import Statement
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_SERVER = "postgresql://127.0.0.1:5432/postgres"
@@ -330,35 +331,37 @@ def run_ours(
 
 
 def count_candidates(pg: PgSearch, queries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Candidate rows fetched per query (untimed; instruments the store's `run`)."""
-    store = getattr(pg, "_store", None)
-    if store is None or not hasattr(store, "run"):
-        return {"note": "store not reachable; candidate counts unavailable"}
-    original: Callable[..., Any] = store.run
+    """Candidate rows fetched and network round trips per search, per class (untimed:
+    the driver's statement pipeline is instrumented, its unit records captured)."""
+    driver = pg._driver
+    original = driver._pipeline
     counter = [0]
 
-    def run(cur: Any, statement: Any, params: dict[str, Any], **kw: Any) -> Any:
-        rows = original(cur, statement, params, **kw)
-        text = str(statement)
-        if "m.tsv @@" in text and "token_count" in text:
-            counter[0] += len(rows)
+    def pipeline(conn: Any, statements: list[Statement[Any]], rec: Any) -> list[list[Any]]:
+        rows = original(conn, statements, rec)
+        counter[0] += sum(
+            len(r) for s, r in zip(statements, rows, strict=True) if s.name == "candidates"
+        )
         return rows
 
-    store.run = run
+    driver._pipeline = pipeline  # type: ignore[method-assign]
     per_class: dict[str, list[int]] = {}
+    trips: dict[str, list[int]] = {}
     capped: dict[str, int] = {}
     try:
         for q in queries:
-            if q["class"] == "browse":
-                continue
             counter[0] = 0
             provider = pg.provider(workspace=q["workspace"], session_id=q.get("session"))
-            result = provider.search(request_for(q, per_session=True))
+            with driver.capture() as units:
+                result = provider.search(request_for(q, per_session=True))
+            trips.setdefault(q["class"], []).append(sum(u.round_trips for u in units))
+            if q["class"] == "browse":
+                continue
             per_class.setdefault(q["class"], []).append(counter[0])
             capped[q["class"]] = capped.get(q["class"], 0) + result.candidates_capped
     finally:
-        del store.run
-    return {
+        del driver._pipeline
+    out: dict[str, Any] = {
         c: {
             "median": statistics.median(v),
             "p95": pct(v, 95),
@@ -368,6 +371,10 @@ def count_candidates(pg: PgSearch, queries: list[dict[str, Any]]) -> dict[str, A
         }
         for c, v in per_class.items()
     }
+    out["round_trips"] = {
+        c: {"median": statistics.median(v), "max": max(v), "n": len(v)} for c, v in trips.items()
+    }
+    return out
 
 
 def seq_scans(dsn: str) -> dict[str, int]:
@@ -682,17 +689,19 @@ def render(results: dict[str, Any]) -> str:
     lines.append("")
     lines.append(
         "| class | ours p50 | p95 | p99 | recall@10 msg (all hits) | recall@10 session "
-        "| candidates median/p95 | cap hits |"
+        "| candidates median/p95 | cap hits | round trips median/max |"
     )
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
     cands = results.get("candidates", {})
+    trips = cands.get("round_trips", {}) if isinstance(cands, dict) else {}
     for c, r in results.get("search", {}).items():
         a = results.get("search_all_hits", {}).get(c, {})
         cd = cands.get(c, {}) if isinstance(cands, dict) else {}
         lines.append(
             f"| {c} | {_f(r['p50_ms'])} | {_f(r['p95_ms'])} | {_f(r['p99_ms'])} "
             f"| {_f(a.get('recall10_msg'), 2)} | {_f(r.get('recall10_session'), 2)} "
-            f"| {_f(cd.get('median'), 0)}/{_f(cd.get('p95'), 0)} | {_f(cd.get('cap_hits'))} |"
+            f"| {_f(cd.get('median'), 0)}/{_f(cd.get('p95'), 0)} | {_f(cd.get('cap_hits'))} "
+            f"| {_f(trips.get(c, {}).get('median'), 0)}/{_f(trips.get(c, {}).get('max'), 0)} |"
         )
     overall = results.get("search_overall")
     if overall:

@@ -1,7 +1,8 @@
 """`AsyncPgSearch`: the facade for asyncio hosts, on psycopg's async connections.
 
-It runs the very units of work `PgSearch` runs (`pgsearch.windows`, the unit
-builders of `pgsearch.api`), on an `AsyncConnectionPool` through
+It runs the very units of work `PgSearch` runs (searches from
+`pgsearch.search.SearchEngine`, `pgsearch.windows`, the unit builders of
+`pgsearch.api`), on an `AsyncConnectionPool` through
 `pgsearch.db.store.AsyncDriver`; no thread sits between a coroutine and its
 connection. One `AsyncPgSearch` per process (per event loop), shared by every task.
 
@@ -19,11 +20,12 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-from pgsearch import windows
+from pgsearch import tokens, windows
 from pgsearch.api import (
     _roots,
     forget_unit,
     pooled_settings,
+    session_info_unit,
     sessions_unit,
     stats_unit,
     table_sizes_unit,
@@ -32,13 +34,16 @@ from pgsearch.api import (
 from pgsearch.db import store
 from pgsearch.db.store import AsyncDriver, DriverConfig, Unit, router_for
 from pgsearch.ingest import FileResult, Ingestor
-from pgsearch.rows import TableSize
+from pgsearch.rows import ApiToken, TableSize
+from pgsearch.search import SearchEngine
 from pgsearch.settings import Settings
 from pgsearch.types import (
     DEFAULT_CONTEXT,
     MAX_WINDOW,
     Scope,
     SessionInfo,
+    SessionQueryRequest,
+    SessionQueryResult,
     Window,
     WorkspaceStats,
 )
@@ -54,6 +59,7 @@ class AsyncPgSearch:
         self.settings = settings
         self._driver = driver
         self._ingestor = Ingestor(None, settings)
+        self._engine = SearchEngine(settings)
 
     @classmethod
     async def connect(
@@ -101,12 +107,13 @@ class AsyncPgSearch:
         roots: Sequence[str | os.PathLike[str]] | None = None,
         format: str = "auto",
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> FileResult:
         """As `PgSearch.ingest_file`. The file is read, parsed and indexed in a worker
         thread, against its record as last stored; the write is one transaction on
         this object's pool (which reads the file again only if another writer changed
         its record in between)."""
-        ws, given, real = await asyncio.to_thread(
+        ws, given, real, pin = await asyncio.to_thread(
             partial(
                 self._ingestor.locate,
                 path,
@@ -132,6 +139,8 @@ class AsyncPgSearch:
             records.get(str(real)),
             session_id,
             format,
+            include_forgotten,
+            pin,
         )
         return await self._driver.run(unit)
 
@@ -143,7 +152,16 @@ class AsyncPgSearch:
 
     def provider(self, *, workspace: str, session_id: str | None = None) -> AsyncProvider:
         workspace = check_workspace(workspace)
-        return AsyncProvider(self._driver, Scope(workspace=workspace, session_id=session_id))
+        return AsyncProvider(
+            self._engine, self._driver, Scope(workspace=workspace, session_id=session_id)
+        )
+
+    async def search(
+        self, request: SessionQueryRequest, *, workspace: str, explain: bool = False
+    ) -> SessionQueryResult:
+        """As `PgSearch.search`: ranked matches within `workspace`."""
+        scope = Scope(workspace=check_workspace(workspace))
+        return await self._driver.run(self._engine.unit(scope, request, explain=explain))
 
     async def around(
         self,
@@ -175,13 +193,60 @@ class AsyncPgSearch:
     async def table_sizes(self) -> list[TableSize]:
         return await self._driver.run(table_sizes_unit(citus=self._driver.citus))
 
+    async def session_info(self, *, workspace: str, session_id: str) -> SessionInfo | None:
+        return await self._driver.run(session_info_unit(workspace, session_id))
+
+    async def schema_versions(self) -> list[str]:
+        """The revisions the database records (`store.HEAD_REVISION` when current)."""
+        return await self._driver.run(
+            Unit(
+                work=store.schema_versions,
+                workspace=None,
+                write=False,
+                context="reading the schema revision",
+            )
+        )
+
+    # --- API tokens (`pgsearch serve`) -----------------------------------------------
+
+    async def authenticate(self, secret: str) -> ApiToken | None:
+        """The live token `secret` is, or None (malformed, unknown or revoked)."""
+        unit = tokens.lookup_unit(secret)
+        return None if unit is None else await self._driver.run(unit)
+
+    async def create_token(
+        self,
+        *,
+        workspace: str,
+        session_id: str | None = None,
+        write: bool = False,
+        rate: float | None = None,
+        label: str | None = None,
+    ) -> tokens.NewToken:
+        secret, unit = tokens.create_unit(
+            workspace, session_id=session_id, write=write, rate=rate, label=label
+        )
+        return tokens.NewToken(secret=secret, token=await self._driver.run(unit))
+
+    async def revoke_token(self, token_id: str) -> ApiToken | None:
+        return await self._driver.run(tokens.revoke_unit(token_id))
+
 
 class AsyncProvider:
     """A scope-pinned view of an `AsyncPgSearch` (cheap; make one per host call)."""
 
-    def __init__(self, driver: AsyncDriver, scope: Scope) -> None:
+    def __init__(self, engine: SearchEngine, driver: AsyncDriver, scope: Scope) -> None:
+        self._engine = engine
         self._driver = driver
         self.scope = scope
+
+    async def search(self, request: SessionQueryRequest) -> SessionQueryResult:
+        """Ranked matches within this provider's scope (`Provider.search`)."""
+        return await self._driver.run(self._engine.unit(self.scope, request))
+
+    async def explain(self, request: SessionQueryRequest) -> SessionQueryResult:
+        """`search`, with each statement and its server plan in ``explain``."""
+        return await self._driver.run(self._engine.unit(self.scope, request, explain=True))
 
     async def around(
         self,

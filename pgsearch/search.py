@@ -1,15 +1,17 @@
 """The search engine: one request's pipeline, from validation to a page of matches.
 
-`SearchEngine.search` runs, in one read transaction:
+`SearchEngine.unit` makes one read transaction, a unit of work (`pgsearch.db.work`)
+that either driver runs:
 
     validate -> parse -> read statistics -> expand the words against the vocabulary
     -> plan the candidates -> read them -> match session titles/summaries -> score
     -> rank and page -> materialise the page (excerpts from the indexed text only).
 
 Every decision is a pure function of `pgsearch.plan` (its docstring has the rules
-and a glossary) or `pgsearch.ranking`; this module sequences them and runs the
-statements they call for (`_Reads`). Every statement runs with sequential scans
-disabled locally (see `Connector`), so each goes through an index.
+and a glossary) or `pgsearch.ranking`; this module sequences them and names the
+reads they call for (`pgsearch.db.reads`), sending the independent ones of a stage
+together, in one round trip. Every statement runs with sequential scans disabled
+locally (the driver's search units), so each goes through an index.
 """
 
 from __future__ import annotations
@@ -17,28 +19,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from pgsearch import policy
 from pgsearch.cursor import (
-    BrowsePosition,
     CursorCodec,
     browse_position,
     ranked_position,
     request_fingerprint,
 )
-from pgsearch.db import queries
-from pgsearch.db.store import Cursor, Store
+from pgsearch.db import reads
+from pgsearch.db.work import Statement, Step, Unit, Work, explained, fetch, fetch2
 from pgsearch.excerpt import clip, make_excerpt
 from pgsearch.plan import (
-    CandidatePlan,
     FieldHit,
-    FieldPlan,
     Filters,
-    Group,
     ParsedQuery,
     SearchTrace,
-    VocabularyLookup,
     choose_expansions,
     field_hits,
     fuzzy_targets,
@@ -50,7 +48,7 @@ from pgsearch.plan import (
     vocabulary_lookup,
 )
 from pgsearch.ranking import Ranked, page_after, rank
-from pgsearch.rows import BrowseRow, CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
+from pgsearch.rows import CandidateRow, SearchStats, StoredMessage, VocabRow
 from pgsearch.settings import IndexPolicy, Settings
 from pgsearch.types import (
     DEFAULT_EXCERPT_BYTES,
@@ -86,16 +84,22 @@ class Paging:
 
 
 class SearchEngine:
-    """Runs `SessionQueryRequest`s for a `Scope` through a `Store`."""
+    """Makes the unit of work that answers a `SessionQueryRequest` for a `Scope`.
 
-    def __init__(self, store: Store, settings: Settings) -> None:
-        self.store = store
+    The unit runs on either driver (`PgSearch`'s threads, `AsyncPgSearch`'s event
+    loop): the logic below exists once. An engine is shared by every thread and task
+    of its facade; the only state it keeps is the database's cursor key, read once.
+    """
+
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self._cursor_key: bytes | None = None
 
-    def search(
+    def unit(
         self, scope: Scope, request: SessionQueryRequest, *, explain: bool = False
-    ) -> SessionQueryResult:
-        """A page of the matches for `request` within `scope`.
+    ) -> Unit[SessionQueryResult]:
+        """The search as one read transaction; a bad request is refused here, before
+        any I/O (`InvalidQuery`, `ScopeError`).
 
         An empty query browses the newest entries in scope. With `explain`, the result
         also carries every statement with its server plan and a `SearchTrace` of what
@@ -103,75 +107,99 @@ class SearchEngine:
         """
         filters = validate_request(scope, request, self.settings)
         query = parse_query(request.query, max_terms=self.settings.max_query_terms)
-        statements: list[str] | None = [] if explain else None
-        with self.store.transaction(
-            scope.workspace,
+        return Unit(
+            work=partial(self._work, scope, request, filters, query, explain),
+            workspace=scope.workspace,
+            write=False,
             search=True,
-            timeout_ms=self.settings.statement_timeout_ms,
             context="searching",
-        ) as cur:
-            reads = _Reads(self.store, cur, statements)
-            codec = reads.cursor_codec()
-            fingerprint = request_fingerprint(scope, request, filters.kinds)
-            paging = Paging(
-                limit=min(request.limit, MAX_LIMIT),
-                excerpt_bytes=min(
-                    request.excerpt_bytes or DEFAULT_EXCERPT_BYTES, MAX_EXCERPT_BYTES
-                ),
-                codec=codec,
-                fingerprint=fingerprint,
-                after=codec.decode(request.cursor, fingerprint) if request.cursor else None,
-            )
-            if not request.query.strip():
-                result = self._browse(reads, filters, request.per_session, paging)
-                trace = SearchTrace(mode="browse")
-            elif not query.words:
-                result = SessionQueryResult(
-                    matches=(),
-                    searched=self._searched(reads, filters),
-                    notice="the query has no searchable words",
-                )
-                trace = SearchTrace(mode="no_words")
-            else:
-                result, trace = self._ranked_search(
-                    reads, filters, query, request.per_session, paging
-                )
-        if statements is None:
+        )
+
+    def _work(
+        self,
+        scope: Scope,
+        request: SessionQueryRequest,
+        filters: Filters,
+        query: ParsedQuery,
+        explain: bool,
+    ) -> Work[SessionQueryResult]:
+        key = self._cursor_key
+        if key is None:
+            rows = yield from fetch(reads.cursor_key())
+            key = self._cursor_key = rows[0] if rows else b"pgsearch"
+        codec = CursorCodec(key)
+        fingerprint = request_fingerprint(scope, request, filters.kinds)
+        paging = Paging(
+            limit=min(request.limit, MAX_LIMIT),
+            excerpt_bytes=min(request.excerpt_bytes or DEFAULT_EXCERPT_BYTES, MAX_EXCERPT_BYTES),
+            codec=codec,
+            fingerprint=fingerprint,
+            after=codec.decode(request.cursor, fingerprint) if request.cursor else None,
+        )
+        plans: list[str] | None = [] if explain else None
+        # Within one session "the best hit of each session" would be a single hit:
+        # a session scope (pinned or asked for) lists every hit.
+        per_session = request.per_session and filters.session_id is None
+        if not request.query.strip():
+            inner = self._browse(filters, per_session, paging)
+        elif not query.words:
+            inner = self._no_words(filters)
+        else:
+            inner = self._ranked_search(filters, query, per_session, paging)
+        result, trace = yield from (inner if plans is None else explained(inner, plans))
+        if plans is None:
             return result
-        done = tuple(statements)
+        done = tuple(plans)
         return replace(result, explain=done, trace=replace(trace, statements=done))
 
     def _ranked_search(
         self,
-        reads: _Reads,
         filters: Filters,
         query: ParsedQuery,
         per_session: bool,
         paging: Paging,
-    ) -> tuple[SessionQueryResult, SearchTrace]:
+    ) -> Work[tuple[SessionQueryResult, SearchTrace]]:
         settings = self.settings
-        stats = reads.search_stats(filters)
-        searched = stats.in_scope if filters.only_kinds else reads.count_in_scope(filters)
-        found = reads.expand(filters.workspace, vocabulary_lookup(query))
+        ws = filters.workspace
+        lookup = vocabulary_lookup(query)
+        # Statistics, the scope's size and the words' vocabulary rows: one trip.
+        first: list[Statement[Any]] = [reads.search_stats(filters)]
+        if not filters.only_kinds:
+            first.append(reads.count_in_scope(filters))
+        first.append(reads.expand_exact(ws, lookup))
+        got = yield Step(tuple(first))
+        stats: SearchStats = got[0][0]
+        searched: int = stats.in_scope if filters.only_kinds else got[1][0]
+        found: list[VocabRow] = list(got[-1])
+        targets = fuzzy_targets(lookup, found)
+        if targets:
+            found += yield from fetch(reads.expand_fuzzy(ws, lookup, targets))
         groups = choose_expansions(query, found, max_expansions=settings.max_expansions)
         if not groups:
             return SessionQueryResult(matches=(), searched=searched), SearchTrace(
                 mode="unknown_words"
             )
         plan = plan_candidates(query, groups, stats, settings)
-        candidates = reads.candidates(filters, plan)
         field_plan = plan_fields(filters, groups, stats, settings)
+        # The candidates and the sessions matching by title or summary: one trip.
+        reading: list[Statement[Any]] = [reads.candidates(filters, plan)]
+        if field_plan is not None:
+            reading.append(reads.session_fields(ws, field_plan))
+        got = yield Step(tuple(reading))
+        candidates: list[CandidateRow] = got[0]
         fields: dict[str, FieldHit] = {}
         if field_plan is not None:
-            field_rows = reads.session_fields(filters.workspace, field_plan)
-            fields = field_hits(field_rows, plan.groups, stats)
+            fields = field_hits(got[1], plan.groups, stats, alone=field_plan.alone)
         orphans = orphan_hits(candidates, fields)
-        anchors = reads.session_anchors(filters.workspace, orphans) if orphans else {}
+        anchors: dict[str, StoredMessage] = {}
+        if orphans:
+            rows = yield from fetch(reads.session_anchors(ws, orphans))
+            anchors = {m.session_id: m for m in rows}
         scored = score_candidates(candidates, plan.groups, stats, fields, anchors)
         ranked = rank(scored, per_session=per_session, floor=settings.relative_floor)
         page, more = page_after(ranked, ranked_position(paging.after), paging.limit)
         result = SessionQueryResult(
-            matches=tuple(self._materialise(reads, filters.workspace, page, paging)),
+            matches=tuple((yield from self._materialise(ws, page, paging))),
             searched=searched,
             next_cursor=paging.next_cursor(list(page[-1].order_key)) if more and page else None,
             candidates_capped=len(candidates) >= plan.cap,
@@ -179,14 +207,16 @@ class SearchEngine:
         return result, SearchTrace(mode="ranked", plan=plan, field_plan=field_plan)
 
     def _browse(
-        self, reads: _Reads, filters: Filters, per_session: bool, paging: Paging
-    ) -> SessionQueryResult:
-        searched = self._searched(reads, filters)
-        rows = reads.browse(
-            filters,
-            per_session=per_session,
-            after=browse_position(paging.after),
-            limit=paging.limit + 1,
+        self, filters: Filters, per_session: bool, paging: Paging
+    ) -> Work[tuple[SessionQueryResult, SearchTrace]]:
+        searched_rows, rows = yield from fetch2(
+            _searched(filters),
+            reads.browse(
+                filters,
+                per_session=per_session,
+                after=browse_position(paging.after),
+                limit=paging.limit + 1,
+            ),
         )
         more = len(rows) > paging.limit
         rows = rows[: paging.limit]
@@ -197,30 +227,44 @@ class SearchEngine:
             next_cursor = paging.next_cursor(
                 [last.created_at.isoformat(), last.session_id, last.seq]
             )
-        return SessionQueryResult(
-            matches=tuple(self._materialise(reads, filters.workspace, page, paging)),
-            searched=searched,
+        result = SessionQueryResult(
+            matches=tuple((yield from self._materialise(filters.workspace, page, paging))),
+            searched=_in_scope(searched_rows[0]),
             next_cursor=next_cursor,
         )
+        return result, SearchTrace(mode="browse")
 
-    def _searched(self, reads: _Reads, filters: Filters) -> int:
-        """Entries in scope: from the statistics when only kinds filter, else counted."""
-        if filters.only_kinds:
-            return reads.search_stats(filters).in_scope
-        return reads.count_in_scope(filters)
+    def _no_words(self, filters: Filters) -> Work[tuple[SessionQueryResult, SearchTrace]]:
+        rows = yield from fetch(_searched(filters), final=True)
+        result = SessionQueryResult(
+            matches=(), searched=_in_scope(rows[0]), notice="the query has no searchable words"
+        )
+        return result, SearchTrace(mode="no_words")
 
     def _materialise(
-        self, reads: _Reads, workspace: str, page: Sequence[Ranked], paging: Paging
-    ) -> list[SessionMatch]:
+        self, workspace: str, page: Sequence[Ranked], paging: Paging
+    ) -> Work[list[SessionMatch]]:
         if not page:
             return []
+        rows = yield from fetch(
+            reads.page_messages(workspace, [(h.session_id, h.seq) for h in page]), final=True
+        )
         return materialise(
             page,
-            reads.messages(workspace, page),
+            {(m.session_id, m.seq): m for m in rows},
             workspace=workspace,
             excerpt_bytes=paging.excerpt_bytes,
             index_policy=self.settings.index_policy,
         )
+
+
+def _searched(filters: Filters) -> Statement[Any]:
+    """Entries in scope: from the statistics when only kinds filter, else counted."""
+    return reads.search_stats(filters) if filters.only_kinds else reads.count_in_scope(filters)
+
+
+def _in_scope(row: SearchStats | int) -> int:
+    return row.in_scope if isinstance(row, SearchStats) else row
 
 
 def materialise(
@@ -273,228 +317,3 @@ def materialise(
             )
         )
     return matches
-
-
-# --- the statements of a search ----------------------------------------------------------
-# Today through `Store.run`; the store's named reads take `_Reads`' place one for one.
-
-
-def parse_tf(text: str | None) -> dict[str, int]:
-    """Term frequencies from a tsvector's text form (``'a':1A,4A 'b':2A``)."""
-    counts: dict[str, int] = {}
-    if text:
-        for item in text.split(" "):
-            term, _, positions = item.rpartition(":")
-            counts[term[1:-1]] = positions.count(",") + 1
-    return counts
-
-
-def _quote(term: str) -> str:
-    return "'" + term.replace("'", "''").replace("\\", "\\\\") + "'"
-
-
-def tsquery_and(groups: Sequence[Group] | Sequence[Sequence[Any]]) -> str:
-    """Every group (word) present: AND of ORs of its expansions."""
-    return " & ".join("(" + " | ".join(_quote(e.term) for e in g) + ")" for g in groups)
-
-
-def tsquery_or(groups: Sequence[Group] | Sequence[Sequence[Any]]) -> str:
-    """Any expansion of any group present."""
-    return " | ".join(_quote(e.term) for g in groups for e in g)
-
-
-def tsquery_phrases(phrases: Sequence[Sequence[str]]) -> str | None:
-    """Any phrase of two or more words present in order."""
-    parts = ["(" + " <-> ".join(_quote(t) for t in p) + ")" for p in phrases if len(p) > 1]
-    return " | ".join(parts) or None
-
-
-def candidate_tsquery(plan: CandidatePlan) -> str:
-    """The candidate statement's match: every word, or any driving unit."""
-    if plan.strategy in ("all_words", "all_words_newest"):
-        return tsquery_and(plan.drivers[0])
-    return " | ".join(f"({tsquery_and(unit)})" for unit in plan.drivers)
-
-
-def _stored_message(row: Sequence[Any]) -> StoredMessage:
-    sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments, *fields = row
-    title, summary, parent = (*fields, None, None, None)[:3]
-    return StoredMessage(
-        session_id=sid,
-        seq=seq,
-        entry_id=entry_id,
-        kind=kind,
-        role=role,
-        turn=turn,
-        tool_name=tool_name,
-        created_at=created_at,
-        content=content,
-        arguments=arguments,
-        title=title,
-        summary=summary,
-        parent_session_id=parent,
-    )
-
-
-class _Reads:
-    """The statements of one search transaction, each returning typed rows.
-
-    `Store.run` records each statement and its server plan in `statements` when the
-    search is explained.
-    """
-
-    def __init__(self, store: Store, cur: Cursor, statements: list[str] | None) -> None:
-        self.store = store
-        self.cur = cur
-        self.statements = statements
-
-    def _run(self, statement: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        return self.store.run(self.cur, statement, params, explain=self.statements)
-
-    def cursor_codec(self) -> CursorCodec:
-        return CursorCodec(self.store.cursor_key(self.cur))
-
-    def search_stats(self, filters: Filters) -> SearchStats:
-        rows = self._run(
-            queries.SEARCH_STATS, {"ws": filters.workspace, "kinds": list(filters.kinds)}
-        )
-        n_indexed, total_len, in_scope, n_fields, fields_len = (int(v) for v in rows[0])
-        return SearchStats(
-            n_indexed=n_indexed,
-            total_len=total_len,
-            in_scope=in_scope,
-            n_fields=n_fields,
-            fields_len=fields_len,
-        )
-
-    def count_in_scope(self, filters: Filters) -> int:
-        sql, params = queries.count_sql(filters)
-        return int(self._run(sql, params)[0][0])
-
-    def expand(self, workspace: str, lookup: VocabularyLookup) -> list[VocabRow]:
-        """Vocabulary rows for the lookup's words; typo neighbours in a second
-        statement, for the words `fuzzy_targets` names."""
-        params = {
-            "ws": workspace,
-            "words": list(lookup.words),
-            "stems": list(lookup.stems),
-            "prefix": list(lookup.prefix),
-            "prefix_limit": lookup.prefix_limit,
-        }
-        rows = [
-            VocabRow(word_index=int(i) - 1, term=term, df=int(df), sf=int(sf), how=how)
-            for i, term, df, sf, how in self._run(queries.EXPAND_EXACT, params)
-        ]
-        targets = fuzzy_targets(lookup, rows)
-        if targets:
-            params = {
-                "ws": workspace,
-                "words": [lookup.words[i] for i in targets],
-                "fuzzy_limit": lookup.fuzzy_limit,
-            }
-            rows.extend(
-                VocabRow(
-                    word_index=targets[int(i) - 1], term=term, df=int(df), sf=int(sf), how="fuzzy"
-                )
-                for i, term, df, sf in self._run(queries.EXPAND_FUZZY, params)
-            )
-        return rows
-
-    def candidates(self, filters: Filters, plan: CandidatePlan) -> list[CandidateRow]:
-        if plan.strategy == "any_unit_by_coverage":
-            sql, params = queries.candidates_by_coverage_sql(filters)
-            params.update(
-                unit_q=[tsquery_and(unit) for unit, _ in plan.coverage],
-                unit_w=[weight for _, weight in plan.coverage],
-            )
-        else:
-            sql, params = queries.candidates_sql(filters, newest_first=plan.newest_first)
-        params.update(
-            terms=list(plan.terms),
-            phrase=tsquery_phrases(plan.phrases),
-            tsq=candidate_tsquery(plan),
-            cap=plan.cap,
-        )
-        return [
-            CandidateRow(
-                session_id=sid,
-                seq=seq,
-                kind=kind,
-                role=role,
-                created_at=created_at,
-                length=length,
-                tfs=parse_tf(tfs),
-                phrase_hit=bool(phrase_hit),
-            )
-            for sid, seq, kind, role, created_at, length, tfs, phrase_hit in self._run(sql, params)
-        ]
-
-    def session_fields(self, workspace: str, plan: FieldPlan) -> list[FieldRow]:
-        params: dict[str, Any] = {
-            "ws": workspace,
-            "terms": list(plan.terms),
-            "tsq": tsquery_or(plan.selective),
-            "cap": plan.cap,
-        }
-        sql = queries.SESSION_FIELD_MATCHES
-        if plan.session_id is not None:
-            sql = queries.SESSION_FIELD_MATCHES_ONE
-            params["session_id"] = plan.session_id
-        out: list[FieldRow] = []
-        for sid, field_len, entries in self._run(sql, params):
-            # "term count weights": weight A marks title positions, B summary ones.
-            tfs: dict[str, int] = {}
-            in_title: set[str] = set()
-            in_summary: set[str] = set()
-            for item in entries or ():
-                term, count, weights = item.split(" ")
-                tfs[term] = int(count)
-                if "A" in weights:
-                    in_title.add(term)
-                if "B" in weights:
-                    in_summary.add(term)
-            out.append(
-                FieldRow(
-                    session_id=sid,
-                    field_len=int(field_len),
-                    tfs=tfs,
-                    in_title=frozenset(in_title),
-                    in_summary=frozenset(in_summary),
-                )
-            )
-        return out
-
-    def session_anchors(
-        self, workspace: str, hits: Mapping[str, FieldHit]
-    ) -> dict[str, StoredMessage]:
-        """The entry each title/summary-only hit points at, by session."""
-        params = {
-            "ws": workspace,
-            "sids": list(hits),
-            "summary_sids": [sid for sid, hit in hits.items() if hit.matched_in == "summary"],
-        }
-        rows = self._run(queries.SESSION_ANCHOR_ENTRY, params)
-        return {m.session_id: m for m in map(_stored_message, rows)}
-
-    def messages(
-        self, workspace: str, page: Sequence[Ranked]
-    ) -> dict[tuple[str, int], StoredMessage]:
-        params = {
-            "ws": workspace,
-            "sids": [h.session_id for h in page],
-            "seqs": [h.seq for h in page],
-        }
-        rows = self._run(queries.FETCH_MESSAGES, params)
-        return {(m.session_id, m.seq): m for m in map(_stored_message, rows)}
-
-    def browse(
-        self, filters: Filters, *, per_session: bool, after: BrowsePosition | None, limit: int
-    ) -> list[BrowseRow]:
-        sql, params = queries.browse_sql(filters, per_session=per_session, after=after is not None)
-        params["limit"] = limit
-        if after is not None:
-            params.update(c_time=after[0], c_sid=after[1], c_seq=after[2])
-        return [
-            BrowseRow(session_id=sid, seq=seq, kind=kind, role=role, created_at=created_at)
-            for sid, seq, kind, role, created_at in self._run(sql, params)
-        ]

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
-from psycopg import sql
+from psycopg import pq, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
@@ -51,7 +51,7 @@ from pgsearch.db.connector import (
 )
 from pgsearch.db.dsn import redact_dsn, redact_message
 from pgsearch.db.routing import PRIMARY, Choice, Intent, PrimaryRouter, Router
-from pgsearch.db.work import ProtocolError, Query, Results, Statement, Step, Unit, Work
+from pgsearch.db.work import ProtocolError, Results, Statement, Step, Unit, Work, explain_of
 from pgsearch.errors import (
     ConfigError,
     OutcomeUnknown,
@@ -87,7 +87,6 @@ NETWORK_PARAMS: dict[str, Any] = {
     "connect_timeout": 10,
 }
 
-_EXPLAIN: LiteralString = "EXPLAIN (FORMAT TEXT, COSTS true) "
 _COMMIT: Statement[Any] = Statement("commit", "COMMIT")
 _ROLLBACK: LiteralString = "ROLLBACK"
 #: The WAL position a standby must have replayed to see a commit just acknowledged:
@@ -212,6 +211,11 @@ class _Rejected(Exception):
     """The router rejected the node after seeing its probe."""
 
 
+class _Busy(StoreUnavailable):
+    """Every connection of a standby's pool is in use: the read goes elsewhere, and
+    the router is not told (nothing is wrong with the standby)."""
+
+
 def _wrapped(exc: BaseException, context: str) -> PgSearchError:
     """`exc` as the pgsearch error `wrap_errors` makes of it (cause kept)."""
     try:
@@ -224,7 +228,18 @@ def _wrapped(exc: BaseException, context: str) -> PgSearchError:
 
 
 def _lost(conn: Connection | AsyncConnection, exc: BaseException) -> bool:
-    return isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed)
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    if conn.broken or conn.closed:
+        return True
+    if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+        # The server went away in the middle of a pipeline and psycopg, unable to
+        # leave pipeline mode ("cannot exit pipeline mode while busy"), raised that
+        # instead of the connection's end. Nothing more can be sent on it: close it
+        # (the pool then discards it) and treat it as the lost connection it is.
+        conn.pgconn.finish()
+        return True
+    return False
 
 
 def retriable(exc: BaseException) -> bool:
@@ -298,6 +313,8 @@ class _Core:
         self.config = config
         self.citus = False
         self._returned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        #: When a connection of each node's pool was last handed out.
+        self._handed_out: dict[str, float] = {}
         self._captures: list[list[UnitRecord]] = []
         self._capture_lock = threading.Lock()
 
@@ -358,7 +375,7 @@ class _Core:
         for s in step.statements:
             if explain and s.explainable:
                 batch.plans.append(len(batch.statements))
-                batch.statements.append(_explain(s))
+                batch.statements.append(explain_of(s))
             batch.own.append(len(batch.statements))
             batch.statements.append(s)
         if finish:
@@ -400,6 +417,8 @@ class _Core:
             # Waited the pool's whole timeout already: retrying on the primary would
             # only multiply the wait; a standby is skipped and the read goes elsewhere.
             kind = StoreError if node == PRIMARY else StoreUnavailable
+            if node != PRIMARY and self._saturated(node):
+                kind = _Busy
             return kind(
                 f"{prefix}database unavailable: no connection within "
                 f"{self._timeout(node):g} s ({_first_line(exc)})"
@@ -415,6 +434,24 @@ class _Core:
             out.__cause__ = exc
             return out
         return _wrapped(exc, context)
+
+    def _saturated(self, node: str) -> bool:
+        """Whether `node`'s pool timed out because its connections were in use, not
+        because none could be made: every connection it may have is open and busy,
+        or one was handed out within the last two timeouts."""
+        pool = getattr(self, "_pools", {}).get(node)
+        if pool is None:
+            return False
+        stats = pool.get_stats()
+        if stats["pool_size"] >= stats["pool_max"] and stats["pool_available"] == 0:
+            return True
+        last = self._handed_out.get(node)
+        return last is not None and time.monotonic() - last < 2 * self._timeout(node) + 0.5
+
+    def _node_failed(self, node: str, exc: BaseException) -> None:
+        """Tell the router that `node` failed (unless it was only busy)."""
+        if not isinstance(exc, _Busy):
+            self.router.failed(node, exc)
 
     # --- observing -----------------------------------------------------------------
 
@@ -482,12 +519,6 @@ def _connecting(target: str, dsn: str) -> Iterator[None]:
             yield
     except PgSearchError as exc:
         raise type(exc)(redact_message(str(exc), dsn)) from exc.__cause__
-
-
-def _explain(statement: Statement[Any]) -> Statement[Any]:
-    text = statement.sql
-    query: Query = _EXPLAIN + text if isinstance(text, str) else sql.SQL(_EXPLAIN) + text
-    return Statement("explain " + statement.name, query, statement.params)
 
 
 def _decoder(statement: Statement[Any]) -> Any:
@@ -658,7 +689,6 @@ class Driver(_Core):
             kwargs=self._pool_kwargs(dsn),
             configure=self._configure,
             check=self._check,
-            reset=self._reset,
             timeout=self._timeout(name),
             name=f"pgsearch-{name}",
             open=False,
@@ -674,8 +704,16 @@ class Driver(_Core):
         if self._needs_check(conn):
             ConnectionPool.check_connection(conn)
 
-    def _reset(self, conn: Connection) -> None:
+    def _put(self, pool: ConnectionPool[Connection], conn: Connection) -> None:
+        """Give `conn` back, noting when (the idle check of `_check` reads it).
+
+        Done here rather than in a pool ``reset`` callback: with one, the pool
+        returns every connection through a background worker, and on a busy machine
+        the next request then waits for that worker instead of taking the
+        connection at once.
+        """
         self._returned[conn] = time.monotonic()
+        pool.putconn(conn)
 
     def close(self) -> None:
         """Close every pool (connections in use are closed when returned)."""
@@ -711,9 +749,9 @@ class Driver(_Core):
             except PgSearchError as exc:
                 node_failed = _node_failure(exc, choice.node)
                 if node_failed:
-                    self.router.failed(choice.node, exc)
+                    self._node_failed(choice.node, exc)
                     excluded.add(choice.node)
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         self._pools[choice.node].check()
                 if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
                     self._publish(rec.record(exc))
@@ -732,6 +770,7 @@ class Driver(_Core):
         pool = self._pools[choice.node]
         try:
             conn = pool.getconn()
+            self._handed_out[choice.node] = time.monotonic()
         except PoolTimeout as exc:
             raise self._error(
                 exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
@@ -742,7 +781,7 @@ class Driver(_Core):
             self._rollback(conn)
             raise
         finally:
-            pool.putconn(conn)
+            self._put(pool, conn)
 
     def _on(self, conn: Connection, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
         run = _Run(self, unit, choice, rec)
@@ -862,19 +901,19 @@ class Driver(_Core):
             except BaseException as exc:
                 self._rollback(conn)
                 if _node_failure(exc, node):
-                    self.router.failed(node, exc)
+                    self._node_failed(node, exc)
                     excluded.add(node)
                     attempts.node_failed = True
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         pool.check()
                 self._publish(rec.record(exc))
-                pool.putconn(conn)
+                self._put(pool, conn)
                 raise
         finally:
             _current_tx.reset(token)
         self._committed(unit, node, tx.last_commit, tx.last_commit_raw)
         self._publish(rec.record())
-        pool.putconn(conn)
+        self._put(pool, conn)
 
     def _open(
         self, unit: Unit[None], rec: _Recorder, excluded: set[str]
@@ -896,6 +935,7 @@ class Driver(_Core):
             pool = self._pools[choice.node]
             try:
                 conn = pool.getconn()
+                self._handed_out[choice.node] = time.monotonic()
             except PoolTimeout as exc:
                 error = self._error(
                     exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
@@ -903,7 +943,7 @@ class Driver(_Core):
                 if not _node_failure(error, choice.node) or attempt == RETRY_ATTEMPTS:
                     self._publish(rec.record(error))
                     raise error from exc
-                self.router.failed(choice.node, error)
+                self._node_failed(choice.node, error)
                 excluded.add(choice.node)
                 continue
             tx = Tx(self, conn, unit, rec)
@@ -915,23 +955,23 @@ class Driver(_Core):
                 self._rollback(conn)
                 node_failed = _node_failure(exc, choice.node)
                 if node_failed:
-                    self.router.failed(choice.node, exc)
+                    self._node_failed(choice.node, exc)
                     excluded.add(choice.node)
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         pool.check()
-                pool.putconn(conn)
+                self._put(pool, conn)
                 if attempt == RETRY_ATTEMPTS or not (node_failed or retriable(exc)):
                     self._publish(rec.record(exc))
                     raise
                 continue
             except BaseException:
                 self._rollback(conn)
-                pool.putconn(conn)
+                self._put(pool, conn)
                 raise
             if accepted:
                 return pool, conn, choice.node, tx
             self._rollback(conn)
-            pool.putconn(conn)
+            self._put(pool, conn)
             excluded.add(choice.node)
         error = StoreError(f"{unit.context}: no node accepted the work")
         self._publish(rec.record(error))
@@ -1095,7 +1135,6 @@ class AsyncDriver(_Core):
                 kwargs=driver._pool_kwargs(node_dsn),
                 configure=driver._configure,
                 check=driver._check,
-                reset=driver._reset,
                 timeout=driver._timeout(name),
                 name=f"pgsearch-async-{name}",
                 open=False,
@@ -1112,8 +1151,10 @@ class AsyncDriver(_Core):
         if self._needs_check(conn):
             await AsyncConnectionPool.check_connection(conn)
 
-    async def _reset(self, conn: AsyncConnection) -> None:
+    async def _put(self, pool: AsyncConnectionPool[AsyncConnection], conn: AsyncConnection) -> None:
+        """As `Driver._put`."""
         self._returned[conn] = time.monotonic()
+        await pool.putconn(conn)
 
     async def close(self) -> None:
         for pool in self._pools.values():
@@ -1146,9 +1187,9 @@ class AsyncDriver(_Core):
             except PgSearchError as exc:
                 node_failed = _node_failure(exc, choice.node)
                 if node_failed:
-                    self.router.failed(choice.node, exc)
+                    self._node_failed(choice.node, exc)
                     excluded.add(choice.node)
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         await self._pools[choice.node].check()
                 if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
                     self._publish(rec.record(exc))
@@ -1167,6 +1208,7 @@ class AsyncDriver(_Core):
         pool = self._pools[choice.node]
         try:
             conn = await pool.getconn()
+            self._handed_out[choice.node] = time.monotonic()
         except PoolTimeout as exc:
             raise self._error(
                 exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
@@ -1177,7 +1219,7 @@ class AsyncDriver(_Core):
             await self._rollback(conn)
             raise
         finally:
-            await pool.putconn(conn)
+            await self._put(pool, conn)
 
     async def _on(self, conn: AsyncConnection, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
         run = _Run(self, unit, choice, rec)

@@ -20,8 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pgsearch.db.dsn import parse_error as dsn_parse_error
+from pgsearch.db.dsn import redact_dsn, redact_message
 from pgsearch.db.work import Statement
-from pgsearch.errors import StoreUnavailable
+from pgsearch.errors import ConfigError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,8 @@ class Router(Protocol):
 def router_for(settings: Any) -> Router:
     """The router `settings` call for (`PgSearch.connect` uses this)."""
     read_dsns: Sequence[str] = getattr(settings, "read_dsns", ())
+    for position, dsn in enumerate(read_dsns, 1):
+        _check_read_dsn(dsn, position)
     if read_dsns:
         return ReplicaRouter(
             settings.dsn,
@@ -92,6 +96,16 @@ def router_for(settings: Any) -> Router:
             max_lag_ms=settings.read_max_lag_ms,
         )
     return PrimaryRouter(settings.dsn)
+
+
+def _check_read_dsn(dsn: str, position: int) -> None:
+    problem = dsn_parse_error(dsn)
+    if problem is not None:
+        raise ConfigError(
+            f"PGSEARCH_READ_DSN: standby {position} ({redact_dsn(dsn) or 'empty'}) is not a "
+            f"valid connection string: {redact_message(problem, dsn)}; separate "
+            "standbys with commas"
+        )
 
 
 class PrimaryRouter:
@@ -173,13 +187,20 @@ LIMIT 1""",
     )
 
 
+#: Seconds one read may spend finding out whether a standby is back before others
+#: may try too (it normally reports much sooner, through `accept` or `failed`).
+TRIAL_SECONDS = 10.0
+
+
 @dataclass(slots=True)
 class _Standby:
     name: str
     #: Until this monotonic time the standby is passed over (down, or lagging).
     skip_until: float = 0.0
-    #: Failures to reach it in a row (sets the back-off).
+    #: Back-offs in a row (each failure after the standby was tried again).
     failures: int = 0
+    #: While a read tries a standby that was down, until when the others wait.
+    trial_until: float = 0.0
     warned_primary: bool = False
 
 
@@ -280,6 +301,7 @@ class ReplicaRouter:
         in_recovery, replayed, lag_ms = probe_rows[0]
         with self._lock:
             standby.failures = 0
+            standby.trial_until = 0.0
             if not in_recovery:
                 if not standby.warned_primary:
                     standby.warned_primary = True
@@ -314,8 +336,12 @@ class ReplicaRouter:
         standby = self._by_name.get(node)
         if standby is None or not isinstance(error, StoreUnavailable):
             return  # a recovery conflict: the driver retries elsewhere, the node is fine
+        now = time.monotonic()
         with self._lock:
+            if standby.skip_until > now and not standby.trial_until:
+                return  # another read in flight found out already: no new back-off
             standby.failures += 1
+            standby.trial_until = 0.0
             backoff = min(DOWN_BACKOFF * 2 ** (standby.failures - 1), DOWN_BACKOFF_MAX)
-            standby.skip_until = time.monotonic() + backoff * random.uniform(0.8, 1.2)
+            standby.skip_until = now + backoff * random.uniform(0.8, 1.2)
         log.warning("%s unavailable (%s): reads go elsewhere for %.0f s", node, error, backoff)

@@ -124,6 +124,52 @@ def returning(value: T) -> Work[T]:
     yield  # pragma: no cover  (makes this a generator)
 
 
+_EXPLAIN: LiteralString = "EXPLAIN (FORMAT TEXT, COSTS true) "
+
+
+def explain_of(statement: Statement[Any]) -> Statement[Any]:
+    """``EXPLAIN`` of `statement`, same parameters (one plan line per row)."""
+    text = statement.sql
+    query: Query = _EXPLAIN + text if isinstance(text, str) else sql.SQL(_EXPLAIN) + text
+    return Statement("explain " + statement.name, query, statement.params)
+
+
+def explained(inner: Work[T], plans: list[str]) -> Work[T]:
+    """Run `inner` with each explainable statement preceded by its ``EXPLAIN``.
+
+    The plans travel in the same step as their statements (no extra round trip) and
+    are appended to `plans` as the statement's text on one line, then its plan.
+    """
+    try:
+        step = next(inner)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    while True:
+        statements: list[Statement[Any]] = []
+        own: list[int] = []
+        shown: list[tuple[int, Statement[Any]]] = []
+        for s in step.statements:
+            if s.explainable:
+                shown.append((len(statements), s))
+                statements.append(explain_of(s))
+            own.append(len(statements))
+            statements.append(s)
+        try:
+            results = yield Step(tuple(statements), step.final)
+        except BaseException as exc:
+            try:
+                step = inner.throw(exc)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            continue
+        for i, s in shown:
+            plans.append(s.text + "\n" + "\n".join(str(r[0]) for r in results[i]))
+        try:
+            step = inner.send(tuple(results[i] for i in own))
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+
 SAVEPOINT_NAME = "pgsearch_unit"
 _SAVEPOINT: Statement[Any] = Statement("savepoint", "SAVEPOINT " + SAVEPOINT_NAME)
 _RELEASE: Statement[Any] = Statement("release savepoint", "RELEASE SAVEPOINT " + SAVEPOINT_NAME)

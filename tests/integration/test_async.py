@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from pgsearch import NotFound, PgSearch, SessionQueryRequest
+from pgsearch import NotFound, PgSearch, SessionQueryRequest, SessionQueryResult, Settings
 from pgsearch.aio import AsyncPgSearch
 from pgsearch.ingest import FileResult
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, Databases
 from tests.helpers import assert_statistics_exact
 
 WS = "async"
@@ -151,3 +153,116 @@ def test_concurrent_async_appends_are_stored_once_each(dsn: str) -> None:
             assert [m.session_id for m in found.matches] == [f"s{i % 4}"]
     assert sessions == {f"s{k}": 16 for k in range(4)}
     assert_statistics_exact(dsn, WS)
+
+
+def _search_corpus(pg: PgSearch) -> None:
+    """Sessions where every candidate strategy, titles, roles and tools have work."""
+    common = ["the", "and", "error", "file", "test"]
+    rare = ["zephyr", "quokka", "marzipan", "obsidian", "tangerine", "kestrel"]
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
+    for s in range(12):
+        pg.append(
+            workspace=SEARCH_WS,
+            session_id=f"s{s}",
+            messages=[
+                {
+                    "role": ("user", "assistant", "tool")[i % 3],
+                    "content": " ".join(
+                        [common[(s + i) % 5], common[(s * i) % 5], rare[(s + 2 * i) % 6]]
+                        + (["deploy pipeline refactor"] if i % 4 == s % 4 else [])
+                        + (["café naïve"] if i == 5 else [])
+                    ),
+                    "tool_name": "bash" if i % 3 == 2 else None,
+                    "created_at": (t0 + timedelta(minutes=s * 50 + i)).isoformat(),
+                    "title": f"session about {rare[s % 6]} and deploys" if i == 0 else None,
+                }
+                for i in range(24)
+            ],
+        )
+
+
+SEARCH_WS = "same"
+QUERIES = [
+    "",
+    "zephyr",
+    "zephir",  # one edit away
+    "cafe",
+    "quo",  # a prefix
+    "deploy pipeline",
+    '"pipeline refactor"',
+    "the error",
+    "zephyr quokka marzipan the",
+    "kestrel deploys",
+    "!!!",
+    "nosuchwordanywhere",
+]
+FILTERS: list[dict[str, object]] = [
+    {},
+    {"roles": ["user"]},
+    {"tool_name": "bash"},
+    {"session_id": "s3"},
+    {"since": datetime(2026, 3, 1, 3, tzinfo=UTC), "until": datetime(2026, 3, 1, 8, tzinfo=UTC)},
+]
+
+
+def _pages(
+    search: Callable[[SessionQueryRequest], SessionQueryResult], request: SessionQueryRequest
+) -> list[SessionQueryResult]:
+    out = [search(request)]
+    while out[-1].next_cursor and len(out) < 6:
+        out.append(search(replace(request, cursor=out[-1].next_cursor)))
+    return out
+
+
+def test_async_search_equals_sync_search(databases: Databases, template_db: str) -> None:
+    """The same corpus and requests, every strategy, browse, filters and cursors: the
+    asyncio facade returns exactly what the sync one does (one engine, two drivers)."""
+    name = databases.create(template=template_db, prefix="same")
+    dsn = databases.dsn(name)
+    try:
+        with PgSearch.connect(dsn) as pg:
+            _search_corpus(pg)
+        requests = [
+            SessionQueryRequest(query=q, limit=4, per_session=per_session, **f)  # type: ignore[arg-type]
+            for q in QUERIES
+            for f in FILTERS
+            for per_session in (True, False)
+        ]
+        tiny = Settings.from_env({}, dsn=dsn).with_(candidate_cap=10, stop_df_ratio=0.2)
+        for settings in (Settings.from_env({}, dsn=dsn), tiny):
+            expected: list[list[SessionQueryResult]] = []
+            strategies: set[str] = set()
+            with PgSearch.connect(settings=settings) as pg:
+                provider = pg.provider(workspace=SEARCH_WS)
+                for request in requests:
+                    expected.append(_pages(provider.search, request))
+                    trace = provider.explain(request).trace
+                    if trace is not None and trace.plan is not None:
+                        strategies.add(trace.plan.strategy)
+
+            async def run_all(settings: Settings = settings) -> list[list[SessionQueryResult]]:
+                async with await AsyncPgSearch.connect(settings=settings, pool_size=3) as apg:
+                    provider = apg.provider(workspace=SEARCH_WS)
+                    got = []
+                    for request in requests:
+                        pages = [await provider.search(request)]
+                        while pages[-1].next_cursor and len(pages) < 6:
+                            cursor = pages[-1].next_cursor
+                            pages.append(await provider.search(replace(request, cursor=cursor)))
+                        got.append(pages)
+                    # Concurrent searches on one pool answer as sequential ones do.
+                    first = await asyncio.gather(*(provider.search(r) for r in requests))
+                    assert list(first) == [pages[0] for pages in got]
+                    assert await apg.search(requests[1], workspace=SEARCH_WS) == got[1][0]
+                    return got
+
+            got = asyncio.run(run_all())
+            assert got == expected
+            assert sum(len(p) > 1 for p in expected) >= 10, "cursors were not exercised"
+            assert any(r.matches for pages in expected for r in pages)
+            if settings is tiny:
+                assert strategies >= {"all_words_newest", "any_unit_by_coverage"}, strategies
+            else:
+                assert strategies >= {"all_words", "any_unit"}, strategies
+    finally:
+        databases.drop(name)

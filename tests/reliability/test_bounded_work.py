@@ -21,8 +21,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from pgsearch import PgSearch, SessionQueryRequest, Settings, StoreError
-from pgsearch.db.store import Store
+from pgsearch import InvalidQuery, PgSearch, SessionQueryRequest, Settings, StoreError
+from pgsearch.db.driver import Driver
+from pgsearch.db.work import Statement
 from pgsearch.excerpt import utf8_len
 from pgsearch.search import MAX_TITLE_BYTES
 from pgsearch.types import MAX_EXCERPT_BYTES, MAX_LIMIT, MAX_RESULT_BYTES, MAX_WINDOW
@@ -74,7 +75,7 @@ def big_dsn(databases: Databases, template_db: str) -> Iterator[str]:
 
 
 class Statements:
-    """Rows each statement returned (observed through the store, the database is real)."""
+    """Rows each statement returned (observed through the driver, the database is real)."""
 
     def __init__(self) -> None:
         self.rows: list[tuple[str, int]] = []
@@ -83,16 +84,16 @@ class Statements:
 @pytest.fixture
 def statements(monkeypatch: pytest.MonkeyPatch) -> Statements:
     seen = Statements()
-    real_run = Store.run
+    real_pipeline = Driver._pipeline
 
-    def recording_run(
-        self: Store, cur: Any, statement: Any, params: dict[str, Any], **kw: Any
-    ) -> Any:
-        rows = real_run(self, cur, statement, params, **kw)
-        seen.rows.append((" ".join(str(statement).split()), len(rows)))
+    def recording_pipeline(
+        self: Driver, conn: Any, statements: list[Statement[Any]], rec: Any
+    ) -> list[list[Any]]:
+        rows = real_pipeline(self, conn, statements, rec)
+        seen.rows += [(s.text, len(r)) for s, r in zip(statements, rows, strict=True)]
         return rows
 
-    monkeypatch.setattr(Store, "run", recording_run)
+    monkeypatch.setattr(Driver, "_pipeline", recording_pipeline)
     return seen
 
 
@@ -223,3 +224,36 @@ def test_the_largest_allowed_query_finishes_inside_the_timeout(big_dsn: str) -> 
         elapsed = time.monotonic() - started
     assert elapsed * 1000 < settings.statement_timeout_ms
     assert len(result.matches) <= MAX_LIMIT
+
+
+def test_the_largest_allowed_cjk_query_finishes_inside_the_timeout(dsn: str) -> None:
+    """A CJK run counts as one word, so its pairs are bounded by the lookup limit
+    instead: the longest run allowed, every pair a distinct stored term, is cheap."""
+    from pgsearch.plan import max_lookups
+
+    settings = Settings.from_env({}, dsn=dsn)
+    n_pairs = max_lookups(settings.max_query_terms)
+    run = "".join(chr(0x4E00 + i) for i in range(n_pairs + 1))
+    with PgSearch.connect(settings=settings) as pg:
+        for s in range(20):
+            pg.append(
+                workspace=WS,
+                session_id=f"cjk-{s}",
+                messages=[
+                    {
+                        "role": "user",
+                        # Every message holds most pairs; one holds the whole run.
+                        "content": run if s == i == 0 else run[: n_pairs - i] + "。",
+                        "created_at": (T0 + timedelta(minutes=s * 100 + i)).isoformat(),
+                    }
+                    for i in range(10)
+                ],
+            )
+        provider = pg.provider(workspace=WS)
+        started = time.monotonic()
+        result = provider.search(SessionQueryRequest(query=run, limit=50))
+        elapsed = time.monotonic() - started
+        with pytest.raises(InvalidQuery, match="distinct terms to look up"):
+            provider.search(SessionQueryRequest(query=run + "丁"))
+    assert elapsed * 1000 < settings.statement_timeout_ms
+    assert result.matches[0].session_id == "cjk-0" and result.matches[0].seq == 0

@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from pgsearch.cursor import CursorCodec, browse_position, ranked_position
+from pgsearch.db.queries import tsquery_and, tsquery_or, tsquery_phrases
+from pgsearch.db.reads import parse_tf
 from pgsearch.errors import InvalidQuery
 from pgsearch.ranking import Expansion
-from pgsearch.search import parse_tf, tsquery_and, tsquery_or, tsquery_phrases
 
 
 def exp(term: str, group: int = 0) -> Expansion:

@@ -1,0 +1,224 @@
+"""The named reads of a search: each a `Statement` whose rows are typed (`pgsearch.rows`).
+
+The search engine (`pgsearch.search`) composes them into a unit of work, sending the
+independent ones of a stage in one step (one network round trip); the drivers run
+that unit sync or asyncio alike. Builders take the plan values of `pgsearch.plan`
+and produce every parameter of their statement (`pgsearch.db.queries` holds the
+SQL); nothing outside `db/` sees a positional result row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pgsearch.cursor import BrowsePosition
+from pgsearch.db import queries as q
+from pgsearch.db.work import Statement
+from pgsearch.plan import CandidatePlan, FieldHit, FieldPlan, Filters, VocabularyLookup
+from pgsearch.rows import BrowseRow, CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
+
+__all__ = [
+    "browse",
+    "candidates",
+    "count_in_scope",
+    "cursor_key",
+    "expand_exact",
+    "expand_fuzzy",
+    "page_messages",
+    "parse_tf",
+    "search_stats",
+    "session_anchors",
+    "session_fields",
+]
+
+
+def parse_tf(text: str | None) -> dict[str, int]:
+    """Term frequencies from a tsvector's text form (``'a':1A,4A 'b':2A``)."""
+    counts: dict[str, int] = {}
+    if text:
+        for item in text.split(" "):
+            term, _, positions = item.rpartition(":")
+            counts[term[1:-1]] = positions.count(",") + 1
+    return counts
+
+
+def _search_stats(row: Sequence[Any]) -> SearchStats:
+    n_indexed, total_len, in_scope, n_fields, fields_len = (int(v) for v in row)
+    return SearchStats(
+        n_indexed=n_indexed,
+        total_len=total_len,
+        in_scope=in_scope,
+        n_fields=n_fields,
+        fields_len=fields_len,
+    )
+
+
+def search_stats(filters: Filters) -> Statement[SearchStats]:
+    """The workspace's statistics (one row), with the entries of the requested kinds."""
+    return Statement(
+        "search statistics",
+        q.SEARCH_STATS,
+        {"ws": filters.workspace, "kinds": list(filters.kinds)},
+        _search_stats,
+    )
+
+
+def count_in_scope(filters: Filters) -> Statement[int]:
+    """Entries the filters cover (one row), counted."""
+    sql, params = q.count_sql(filters)
+    return Statement("count in scope", sql, params, lambda r: int(r[0]))
+
+
+def cursor_key() -> Statement[bytes]:
+    """The database's key for signing cursors (none stored: a fixed one)."""
+    return Statement("cursor key", q.CURSOR_KEY, decode=lambda r: str(r[0]).encode())
+
+
+def expand_exact(workspace: str, lookup: VocabularyLookup) -> Statement[VocabRow]:
+    """Vocabulary rows of the lookup's words: as written, same stem, terms they start."""
+    return Statement(
+        "expand words",
+        q.EXPAND_EXACT,
+        {
+            "ws": workspace,
+            "words": list(lookup.words),
+            "stems": list(lookup.stems),
+            "prefix": list(lookup.prefix),
+            "prefix_limit": lookup.prefix_limit,
+        },
+        lambda r: VocabRow(
+            word_index=int(r[0]) - 1, term=r[1], df=int(r[2]), sf=int(r[3]), how=r[4]
+        ),
+    )
+
+
+def expand_fuzzy(
+    workspace: str, lookup: VocabularyLookup, targets: Sequence[int]
+) -> Statement[VocabRow]:
+    """Typo neighbours (shared trigrams) of the words `targets` indexes."""
+    return Statement(
+        "expand typos",
+        q.EXPAND_FUZZY,
+        {
+            "ws": workspace,
+            "words": [lookup.words[i] for i in targets],
+            "fuzzy_limit": lookup.fuzzy_limit,
+        },
+        lambda r: VocabRow(
+            word_index=targets[int(r[0]) - 1], term=r[1], df=int(r[2]), sf=int(r[3]), how="fuzzy"
+        ),
+    )
+
+
+def _candidate(row: Sequence[Any]) -> CandidateRow:
+    sid, seq, kind, role, created_at, length, tfs, phrase_hit = row
+    return CandidateRow(
+        session_id=sid,
+        seq=seq,
+        kind=kind,
+        role=role,
+        created_at=created_at,
+        length=length,
+        tfs=parse_tf(tfs),
+        phrase_hit=bool(phrase_hit),
+    )
+
+
+def candidates(filters: Filters, plan: CandidatePlan) -> Statement[CandidateRow]:
+    """The candidate messages of the plan, with the query terms' frequencies."""
+    sql, params = q.candidates_sql(filters, plan)
+    return Statement("candidates", sql, params, _candidate)
+
+
+def _field_row(row: Sequence[Any]) -> FieldRow:
+    sid, field_len, entries = row
+    # "term count weights": weight A marks title positions, B summary ones.
+    tfs: dict[str, int] = {}
+    in_title: set[str] = set()
+    in_summary: set[str] = set()
+    for item in entries or ():
+        term, count, weights = item.split(" ")
+        tfs[term] = int(count)
+        if "A" in weights:
+            in_title.add(term)
+        if "B" in weights:
+            in_summary.add(term)
+    return FieldRow(
+        session_id=sid,
+        field_len=int(field_len),
+        tfs=tfs,
+        in_title=frozenset(in_title),
+        in_summary=frozenset(in_summary),
+    )
+
+
+def session_fields(workspace: str, plan: FieldPlan) -> Statement[FieldRow]:
+    """Sessions whose title or summary holds a selective word of the plan."""
+    params: dict[str, Any] = {
+        "ws": workspace,
+        "terms": list(plan.terms),
+        "tsq": q.tsquery_or(plan.selective),
+        "cap": plan.cap,
+    }
+    if plan.session_id is None:
+        return Statement("session fields", q.SESSION_FIELD_MATCHES, params, _field_row)
+    params["session_id"] = plan.session_id
+    return Statement("session fields", q.SESSION_FIELD_MATCHES_ONE, params, _field_row)
+
+
+def _stored_message(row: Sequence[Any]) -> StoredMessage:
+    sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments, *fields = row
+    title, summary, parent = (*fields, None, None, None)[:3]
+    return StoredMessage(
+        session_id=sid,
+        seq=seq,
+        entry_id=entry_id,
+        kind=kind,
+        role=role,
+        turn=turn,
+        tool_name=tool_name,
+        created_at=created_at,
+        content=content,
+        arguments=arguments,
+        title=title,
+        summary=summary,
+        parent_session_id=parent,
+    )
+
+
+def session_anchors(workspace: str, hits: Mapping[str, FieldHit]) -> Statement[StoredMessage]:
+    """The entry each title/summary-only hit points at (one per session)."""
+    return Statement(
+        "session anchors",
+        q.SESSION_ANCHOR_ENTRY,
+        {
+            "ws": workspace,
+            "sids": list(hits),
+            "summary_sids": [sid for sid, hit in hits.items() if hit.matched_in == "summary"],
+        },
+        _stored_message,
+    )
+
+
+def page_messages(workspace: str, keys: Sequence[tuple[str, int]]) -> Statement[StoredMessage]:
+    """The stored entries of a page, with their session's title and summary."""
+    return Statement(
+        "page messages",
+        q.FETCH_MESSAGES,
+        {"ws": workspace, "sids": [k[0] for k in keys], "seqs": [k[1] for k in keys]},
+        _stored_message,
+    )
+
+
+def browse(
+    filters: Filters, *, per_session: bool, after: BrowsePosition | None, limit: int
+) -> Statement[BrowseRow]:
+    """The newest entries in scope after `after` (optionally the newest per session)."""
+    sql, params = q.browse_sql(filters, per_session=per_session, after=after, limit=limit)
+    return Statement(
+        "browse",
+        sql,
+        params,
+        lambda r: BrowseRow(session_id=r[0], seq=r[1], kind=r[2], role=r[3], created_at=r[4]),
+    )
