@@ -33,6 +33,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pgsearch import PgSearch
 from pgsearch.db import citus
 from pgsearch.db.migrate import migrate
+from pgsearch.db.queries import TENANT_TABLES
 from tests.conftest import RUN_ID
 
 REPO = Path(__file__).resolve().parents[2]
@@ -188,18 +189,18 @@ def schemas(coordinator: str) -> Iterator[Schemas]:
 
 
 @pytest.fixture(scope="session")
-def cluster_dsn(coordinator: str) -> Iterator[str]:
-    """The coordinator database's own schema (``public``), migrated on the cluster and
-    shared by the suite's tests: each test uses workspaces of its own, or the `dsn`
-    fixture, which empties the tables after it. Downgraded to nothing at the end."""
-    migrate(with_options(coordinator, citus__shard_count=str(SHARDS)))
-    placed = citus_tables(coordinator)
+def cluster_dsn(schemas: Schemas) -> str:
+    """A schema migrated on the cluster and shared by the suite's tests: each test
+    uses workspaces of its own, or the `dsn` fixture, which empties the tables after
+    it. (The database's ``public`` schema holds only the extensions: a schema's
+    search path ends with it, and must find no pgsearch table there.)"""
+    dsn = schemas.create("shared")
+    placed = citus_tables(dsn)
     assert {t: m for t, (m, _) in placed.items()} == {
         **{t: "h" for t in citus.DISTRIBUTED_TABLES},
         **{t: "n" for t in citus.REFERENCE_TABLES},
     }
-    yield coordinator
-    migrate(coordinator, "base", downgrade=True)
+    return dsn
 
 
 @pytest.fixture
@@ -209,12 +210,13 @@ def app_role(cluster_dsn: str) -> Iterator[str]:
     role = f"pgsearch_test_{RUN_ID}_app_{uuid.uuid4().hex[:8]}"
     ident = sql.Identifier(role)
     with psycopg.connect(cluster_dsn, autocommit=True) as conn:
+        schema = sql.Identifier(str(conn.execute("SELECT current_schema()").fetchone()[0]))  # type: ignore[index]
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS").format(ident))
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(ident))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(schema, ident))
         conn.execute(
-            sql.SQL(
-                "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {}"
-            ).format(ident)
+            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {} TO {}").format(
+                schema, ident
+            )
         )
     try:
         yield role
@@ -234,9 +236,7 @@ def dsn(cluster_dsn: str) -> Iterator[str]:
     suites expect a database of their own)."""
     yield cluster_dsn
     with psycopg.connect(cluster_dsn, autocommit=True) as conn:
-        conn.execute(
-            "TRUNCATE messages, sessions, vocabulary, workspace_stats, ingested_files, leaf_titles"
-        )
+        conn.execute("TRUNCATE " + ", ".join(TENANT_TABLES))
 
 
 @pytest.fixture
