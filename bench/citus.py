@@ -205,6 +205,58 @@ def _given(dsn: str) -> Iterator[str]:
     yield dsn
 
 
+def scaling(args: argparse.Namespace) -> dict[str, Any]:
+    """Per-workspace latency with 10x the workspaces, interleaved against drift.
+
+    Two schemas of one cluster: one holding the first tenth of the corpus'
+    workspaces, one holding all of them (the same first tenth among them). The
+    queries of the first tenth run on both in alternation, round after round, so
+    that the load of the machine weighs on both alike.
+    """
+    cfg = Config(
+        messages=args.messages, workspaces=args.workspaces, queries_per_class=args.per_class
+    )
+    corpus = args.corpus or HERE / "results" / f"corpus-{cfg.label()}"
+    ensure_corpus(cfg, corpus, quiet=True)
+    queries = load_queries(corpus / "queries.jsonl")
+    bulk, tail = corpus_files(corpus / "corpus")
+    files = bulk + tail
+    workspaces = sorted({f[0] for f in files})
+    first = set(workspaces[: max(1, len(workspaces) // 10)])
+    early = [q for q in queries if q["workspace"] in first]
+    ctx = started_cluster(args.port) if args.cluster is None else _given(args.cluster)
+    out: dict[str, Any] = {"label": cfg.label(), "queries": len(early)}
+    with ctx as coordinator:
+        dsns: dict[str, str] = {}
+        for label, chosen in (("few", [f for f in files if f[0] in first]), ("all", files)):
+            name = f"pgsearch_bench_scale_{label}_{uuid.uuid4().hex[:6]}"
+            with psycopg.connect(coordinator, autocommit=True) as conn:
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+            dsn = with_options(coordinator, search_path=f"{name},public")
+            migrate(dsn)
+            load(dsn, chosen, args.jobs)
+            dsns[label] = dsn
+            out[label] = {"workspaces": len({f[0] for f in chosen}), "messages": 0}
+            with psycopg.connect(dsn) as conn:
+                row = conn.execute("SELECT count(*) FROM messages").fetchone()
+                out[label]["messages"] = int(row[0]) if row else 0
+        ms: dict[str, list[float]] = {"few": [], "all": []}
+        answers_of: dict[str, list[Answer]] = {}
+        for _ in range(args.rounds):
+            for label in ("few", "all"):
+                got, took = answers(dsns[label], early)
+                ms[label] += took
+                answers_of[label] = got
+        for label in ("few", "all"):
+            out[label].update(summary(ms[label]))
+        out["same_answers"] = answers_of["few"] == answers_of["all"]
+        with psycopg.connect(coordinator, autocommit=True) as conn:
+            for dsn in dsns.values():
+                schema = conninfo_to_dict(dsn)["options"].split("search_path=")[1].split(",")[0]
+                conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=100_000)
@@ -216,7 +268,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=56130, help="first port of a started cluster")
     parser.add_argument("--corpus", type=Path)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="only the workspace-count check: 1/10 vs all workspaces, interleaved",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --scaling")
     args = parser.parse_args(argv)
+    if args.scaling:
+        scaled = scaling(args)
+        out = args.out or HERE / f"RESULTS-citus-scaling-{scaled['label']}.json"
+        out.write_text(json.dumps(scaled, indent=2) + "\n", encoding="utf-8")
+        json.dump(scaled, sys.stdout, indent=2)
+        print()
+        return 0 if scaled["same_answers"] else 1
     result = run(args)
     out = args.out or HERE / f"RESULTS-citus-{result['label']}.json"
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
