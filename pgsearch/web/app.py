@@ -106,6 +106,8 @@ class ServeConfig:
     ingest_roots: tuple[Path, ...] = ()
     default_rate: float = DEFAULT_RATE
     token_cache_seconds: float = 5.0
+    #: Failed token checks per second a client address may cause.
+    failed_auth_rate: float = FAILED_AUTH_RATE
 
 
 class ApiError(Exception):
@@ -245,7 +247,7 @@ class Api:
         token = self.tokens.get(secret)
         if token is None:
             address = request.client.host if request.client else "unknown"
-            wait = self.limiter.peek("failed:" + address, FAILED_AUTH_RATE)
+            wait = self.limiter.peek("failed:" + address, config.failed_auth_rate)
             if wait > 0:
                 raise ApiError(
                     "rate_limited",
@@ -254,7 +256,7 @@ class Api:
                 )
             token = await self.db.authenticate(secret)
             if token is None:
-                self.limiter.take("failed:" + address, FAILED_AUTH_RATE)
+                self.limiter.take("failed:" + address, config.failed_auth_rate)
                 raise ApiError(
                     "unauthorized", "the token is unknown or was revoked", headers=challenge
                 )

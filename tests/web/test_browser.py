@@ -33,6 +33,8 @@ def browser() -> Iterator[Browser]:
             f"no Chromium at {CHROMIUM}: install Debian's (apt-get install -y chromium "
             "chromium-driver) or point PGSEARCH_CHROMIUM at a Chromium binary"
         )
+    # Generous waits: CI runs this beside other suites on two cores.
+    expect.set_options(timeout=15_000)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield browser
