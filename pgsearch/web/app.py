@@ -25,7 +25,6 @@ that time and a busy client costs one token lookup per interval, not per request
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -53,6 +52,7 @@ from pgsearch.errors import (
 )
 from pgsearch.rows import ApiToken
 from pgsearch.settings import Settings
+from pgsearch.tokens import hash_token
 from pgsearch.types import Scope
 from pgsearch.web import inputs
 from pgsearch.web.limits import RateLimiter
@@ -161,7 +161,7 @@ class _Tokens:
     found: dict[str, tuple[ApiToken, float]] = field(default_factory=dict)
 
     def get(self, secret: str) -> ApiToken | None:
-        hit = self.found.get(_digest(secret))
+        hit = self.found.get(hash_token(secret))
         if hit is None or hit[1] < time.monotonic():
             return None
         return hit[0]
@@ -171,11 +171,7 @@ class _Tokens:
             return
         if len(self.found) >= TOKEN_CACHE_SIZE:
             self.found.clear()
-        self.found[_digest(secret)] = (token, time.monotonic() + self.ttl)
-
-
-def _digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+        self.found[hash_token(secret)] = (token, time.monotonic() + self.ttl)
 
 
 class Api:
