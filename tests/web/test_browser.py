@@ -123,6 +123,8 @@ def test_typo_search_open_session_page_and_filter(
     anchor = page.locator(".message.anchor")
     expect(anchor).to_have_count(1)
     expect(anchor).to_contain_text("advisory lock")
+    # The words the search matched are marked in the session too.
+    expect(anchor.locator("mark")).to_have_text(["advisory", "lock"])
     assert "sid=cron-refactor" in page.url
     expect(page.locator("#timeline")).to_be_visible()
 
