@@ -31,7 +31,8 @@ from pgsearch.types import MAX_ID_CHARS
 #: Longest accepted line (bytes). Larger lines are rejected, not truncated.
 MAX_LINE_BYTES = 32 * 1024 * 1024
 #: Blank lines (spaces, tabs and carriage returns only) at the start of what is left.
-_BLANK_RUN = re.compile(rb"(?:[ \t\r]*\n)+")
+#: One character class, so that the regex engine keeps no state per line matched.
+_BLANK_RUN = re.compile(rb"[ \t\r\n]*\n")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _KNOWN_FIELDS = frozenset(
     {

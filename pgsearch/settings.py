@@ -113,7 +113,7 @@ class Settings:
     #: Bytes of a file ingest holds (read, parsed and indexed) at a time. A file in
     #: pgsearch's format larger than this is streamed in pieces of about this size
     #: within its one transaction, so memory stays bounded whatever the file's size.
-    ingest_chunk_bytes: int = 16 * 1024 * 1024
+    ingest_chunk_bytes: int = 4 * 1024 * 1024
     index_policy: IndexPolicy = field(default_factory=IndexPolicy)
     #: Bind every transaction to its workspace (``SET LOCAL pgsearch.workspace_id``)
     #: for the Row Level Security policies of migration 0002. Needed, and then
