@@ -469,3 +469,19 @@ def test_a_grown_large_agent_log_reads_its_new_part_and_a_window_before_it(
         assert _sessions(pg) == {"big-claude": 6002}
         assert _tool_names(dsn, "w", "big-claude")[-1][:2] == (6001, "assistant_text")
     assert_statistics_exact(dsn, "w")
+
+
+def test_a_bad_line_in_a_later_chunk_rejects_the_whole_file(dsn: str, tmp_path: Path) -> None:
+    from pgsearch import Settings
+
+    path = _big_plain(tmp_path / "big.jsonl", 4000)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write("{not json\n")
+    settings = Settings.from_env({}, dsn=dsn).with_(ingest_chunk_bytes=CHUNK)
+    with PgSearch.connect(dsn, settings=settings) as pg:
+        with pytest.raises(IngestError, match="invalid JSON") as caught:
+            pg.ingest_file(path, workspace="w")
+        assert caught.value.line == 4001
+        assert pg.sessions(workspace="w") == []
+    assert _contents(dsn) == []
+    assert_statistics_exact(dsn, "w")
