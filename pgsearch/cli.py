@@ -728,8 +728,12 @@ def mcp_command(ctx: Context, dsn: str | None, workspace: str, session_id: str |
 
     if dsn:
         ctx.dsn = dsn
+    # Opened once here so that a wrong DSN, a schema out of date or a bad scope fail
+    # before the protocol starts (the embedded server is also migrated by it).
     with ctx.open() as pg:
-        mcp_server.serve_stdio(pg.provider(workspace=workspace, session_id=session_id))
+        pg.provider(workspace=workspace, session_id=session_id)
+        settings = pg.settings
+    mcp_server.serve_stdio(settings, workspace=workspace, session_id=session_id)
 
 
 @main.command("tool-schema")

@@ -578,12 +578,18 @@ _CANDIDATE_COLUMNS: LiteralString = (
     "FROM messages m WHERE "
 )
 
+#: Newest first: by time, and on equal times (entries without a time of their own
+#: take the one before theirs) the later entry of a session first, so what was
+#: appended last is on top. ``messages_created_idx`` gives the time and session
+#: order; the seq order is an incremental sort within one session's equal times.
+NEWEST_FIRST: LiteralString = "m.created_at DESC, m.session_id, m.seq DESC"
+
 # When more than the cap match, the cap keeps the documents that cover the most
 # IDF-weighted query units (``unit_q``/``unit_w``), newest first on ties.
 _BY_COVERAGE: LiteralString = (
     " ORDER BY (SELECT coalesce(sum(u.w), 0) "
     "FROM unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w) "
-    "WHERE m.tsv @@ u.q) DESC, m.created_at DESC, m.session_id, m.seq"
+    "WHERE m.tsv @@ u.q) DESC, " + NEWEST_FIRST
 )
 
 
@@ -605,7 +611,7 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
             unit_w=[weight for _, weight in plan.coverage],
         )
     elif plan.newest_first:
-        sql += " ORDER BY m.created_at DESC, m.session_id, m.seq"
+        sql += " ORDER BY " + NEWEST_FIRST
     return sql + " LIMIT %(cap)s", params
 
 
@@ -619,7 +625,8 @@ def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
 def browse_sql(
     filters: Filters, *, per_session: bool, after: BrowsePosition | None, limit: int
 ) -> tuple[LiteralString, dict[str, Any]]:
-    """Newest entries in scope (optionally the newest per session), keyset-paged."""
+    """Newest entries in scope (optionally the newest per session), keyset-paged in
+    `NEWEST_FIRST` order after the position ``after``."""
     sql: LiteralString = (
         "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at FROM messages m WHERE "
         + _filter_sql(filters, "m")
@@ -629,7 +636,8 @@ def browse_sql(
     if after is not None:
         sql += (
             " AND (m.created_at < %(c_time)s OR (m.created_at = %(c_time)s"
-            " AND (m.session_id, m.seq) > (%(c_sid)s, %(c_seq)s)))"
+            " AND (m.session_id > %(c_sid)s OR (m.session_id = %(c_sid)s"
+            " AND m.seq < %(c_seq)s))))"
         )
         params.update(c_time=after[0], c_sid=after[1], c_seq=after[2])
     if per_session:
@@ -638,7 +646,7 @@ def browse_sql(
             + _filter_sql(filters, "n", session=False)
             + " AND n.session_id = m.session_id AND n.seq > m.seq)"
         )
-    sql += " ORDER BY m.created_at DESC, m.session_id, m.seq LIMIT %(limit)s"
+    sql += " ORDER BY " + NEWEST_FIRST + " LIMIT %(limit)s"
     return sql, params
 
 

@@ -207,7 +207,7 @@ def test_per_session_keeps_each_sessions_best_hit() -> None:
     assert len(rank(hits, per_session=False)) == 5
 
 
-def test_ties_go_to_the_newest_then_a_stable_order() -> None:
+def test_ties_go_to_the_newest_then_the_later_seq_then_a_stable_order() -> None:
     hits = [
         hit("b", 1, 5.0, minutes=1),
         hit("a", 2, 5.0, minutes=1),
@@ -215,7 +215,7 @@ def test_ties_go_to_the_newest_then_a_stable_order() -> None:
         hit("z", 0, 5.0, minutes=9),
         hit("y", 0, 7.0, minutes=0),
     ]
-    expected = [("y", 0), ("z", 0), ("a", 1), ("a", 2), ("b", 1)]
+    expected = [("y", 0), ("z", 0), ("a", 2), ("a", 1), ("b", 1)]
     for seed in range(5):
         shuffled = hits[:]
         random.Random(seed).shuffle(shuffled)
