@@ -129,6 +129,10 @@ Bytes = bytes | FileView
 #: Tool-call names kept while streaming a file; earlier ones are found in the rows
 #: already written (`store.tool_call_names`).
 _STREAM_CALLS = 100_000
+#: Distinct terms whose counts a streamed file accumulates before they are folded
+#: into the vocabulary (in its transaction), so a file of ever new words (ids,
+#: hashes) keeps memory bounded too.
+_STREAM_TERMS = 200_000
 
 
 def _digest(data: bytes) -> str:
@@ -648,6 +652,11 @@ class Ingestor:
                 result.forgotten += written.forgotten
                 result.skipped += len(entries) - len(written.inserted) - written.forgotten
                 result.sessions |= {e.session_id for e in entries} & written.states.keys()
+                if len(deltas.df) + len(deltas.sf) > _STREAM_TERMS:
+                    # Another pass over vocabulary rows in this transaction: a writer
+                    # it deadlocks with is retried by the driver.
+                    yield from store.apply_deltas(ws, deltas)
+                    deltas.clear()
             parser = adapters.ADAPTERS[prepared.format].parser
             return _record(str(prepared.real), view, pos, line, parser)
 

@@ -485,3 +485,22 @@ def test_a_bad_line_in_a_later_chunk_rejects_the_whole_file(dsn: str, tmp_path: 
         assert pg.sessions(workspace="w") == []
     assert _contents(dsn) == []
     assert_statistics_exact(dsn, "w")
+
+
+def test_a_streamed_file_of_ever_new_words_folds_its_counts_as_it_goes(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vocabulary counts are applied every few thousand new terms inside the
+    transaction: statistics still equal a recount."""
+    from pgsearch import Settings, ingest
+
+    monkeypatch.setattr(ingest, "_STREAM_TERMS", 500)
+    path = tmp_path / "ids.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(8000):
+            fh.write(f'{{"role": "user", "content": "build id{i:06d}x and again{i % 7}"}}\n')
+    settings = Settings.from_env({}, dsn=dsn).with_(ingest_chunk_bytes=CHUNK)
+    with PgSearch.connect(dsn, settings=settings) as pg:
+        assert pg.ingest_file(path, workspace="w").messages == 8000
+        assert pg.stats(workspace="w").vocabulary > 8000
+    assert_statistics_exact(dsn, "w")
