@@ -823,20 +823,26 @@ class Ingestor:
         ids = {e.session_id for e in prepared.entries} | set(prepared.parsed.titles)
         candidates = yield from store.moved_candidates(ws, [prepared.head], ids)
         parser = adapters.ADAPTERS[prepared.format].parser
-        data: bytes | None = None
-        for candidate in sorted(candidates, key=lambda r: r.path):
-            if candidate.path == str(real) or candidate.parser not in (parser, None):
-                continue
-            if os.path.lexists(candidate.path):
-                continue
-            if data is None:
-                try:
-                    data = read_source(real, shown=prepared.shown, pin=pin).data
-                except IngestError:
-                    return None
-            if same_prefix(data, candidate):
-                return candidate
-        return None
+        found = [
+            c
+            for c in sorted(candidates, key=lambda r: r.path)
+            if c.path != str(real) and c.parser in (parser, None) and not os.path.lexists(c.path)
+        ]
+        if not found:
+            return None
+        if is_opencode_session(real):  # its bytes are the assembled session
+            try:
+                data = read_source(real, shown=prepared.shown, pin=pin).data
+            except IngestError:
+                return None
+            return next((c for c in found if same_prefix(data, c)), None)
+        try:
+            fd, st = open_source(real, shown=prepared.shown, pin=pin)
+        except IngestError:
+            return None
+        with os.fdopen(fd, "rb"):
+            view = FileView(fd, st.st_size)  # the windows are read, not the file
+            return next((c for c in found if same_prefix(view, c)), None)
 
     def _resolve_leaf_titles(
         self,
