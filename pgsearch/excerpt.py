@@ -266,7 +266,7 @@ def make_excerpt(text: str, terms: Iterable[str], max_bytes: int) -> str:
     if whole and utf8_len(flat) + len(spans) * 4 <= max_bytes:
         return _mark(flat, spans, 0, len(flat))
     budget = max(max_bytes - 2 * utf8_len(ELLIPSIS), 16)
-    anchor = spans[0][0] if spans else 0
+    anchor = best_anchor(flat, spans, budget)
     # A third of the room before the match, the rest after it.
     start = anchor
     used = 0
@@ -300,6 +300,31 @@ def make_excerpt(text: str, terms: Iterable[str], max_bytes: int) -> str:
     prefix = ELLIPSIS if start > 0 or more_before else ""
     suffix = ELLIPSIS if end < len(flat) or more_after else ""
     return truncate_bytes(prefix + body.strip() + suffix, max_bytes)
+
+
+def best_anchor(text: str, spans: list[tuple[int, int]], budget: int) -> int:
+    """Where an excerpt of `budget` bytes centres: the match opening the stretch with
+    the most distinct matched words (the first such), so that a hit on a long
+    identifier (``test_cache_invalidation_version_mismatch``) shows the identifier,
+    not an earlier lone ``cache``."""
+    if not spans:
+        return 0
+    reach = max(budget * 2 // 3, 1)
+    words = [text[s:e].lower() for s, e in spans]
+    counts: dict[str, int] = {}
+    best, best_count = spans[0][0], 0
+    end = 0
+    # A window of spans from i on, within `reach` of span i: two pointers, one pass.
+    for i, (start, _) in enumerate(spans):
+        while end < len(spans) and spans[end][0] - start <= reach:
+            counts[words[end]] = counts.get(words[end], 0) + 1
+            end += 1
+        if len(counts) > best_count:
+            best, best_count = start, len(counts)
+        counts[words[i]] -= 1
+        if not counts[words[i]]:
+            del counts[words[i]]
+    return best
 
 
 def _mark(text: str, spans: list[tuple[int, int]], start: int, end: int) -> str:

@@ -372,3 +372,15 @@ def test_matching_by_pattern_and_regions_marks_what_word_by_word_marks(
 
     wanted = frozenset(terms)
     assert match_spans(text, wanted) == _merge(_word_spans(text, wanted, 0, len(text)))
+
+
+def test_excerpt_of_a_long_identifier_shows_the_identifier() -> None:
+    text = (
+        "The cache was warm when we started. "
+        + "We then looked at unrelated parts of the build for a long while. " * 6
+        + "Finally test_cache_invalidation_version_mismatch failed on the second run."
+    )
+    terms = {"test", "cache", "invalidation", "version", "mismatch"}
+    excerpt = make_excerpt(text, terms, 120)
+    assert "**invalidation**" in excerpt and "**mismatch**" in excerpt
+    assert "warm" not in excerpt
