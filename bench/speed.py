@@ -79,6 +79,10 @@ class Options:
     out: Path = RESULTS
     corpus: Path | None = None
     quiet: bool = False
+    #: Only the searches, against `dsn` as an earlier run left it (``--keep-db``).
+    search_only: bool = False
+    #: Appended to the results file's name (``speed-<size>-<tag>.json``).
+    tag: str = ""
 
     def config(self) -> Config:
         return Config(
@@ -330,6 +334,11 @@ def run_ours(
     return out
 
 
+def _candidate_statement(statement: Statement[Any]) -> bool:
+    text = statement.text
+    return "m.tsv @@" in text and "token_count" in text and not text.startswith("EXPLAIN")
+
+
 def count_candidates(pg: PgSearch, queries: list[dict[str, Any]]) -> dict[str, Any]:
     """Candidate rows fetched and network round trips per search, per class (untimed:
     the driver's statement pipeline is instrumented, its unit records captured)."""
@@ -340,7 +349,7 @@ def count_candidates(pg: PgSearch, queries: list[dict[str, Any]]) -> dict[str, A
     def pipeline(conn: Any, statements: list[Statement[Any]], rec: Any) -> list[list[Any]]:
         rows = original(conn, statements, rec)
         counter[0] += sum(
-            len(r) for s, r in zip(statements, rows, strict=True) if s.name == "candidates"
+            len(r) for s, r in zip(statements, rows, strict=True) if _candidate_statement(s)
         )
         return rows
 
@@ -499,6 +508,8 @@ def run(opts: Options) -> dict[str, Any]:
     queries = load_queries(corpus_dir / "queries.jsonl")
 
     dbname = f"pgsearch_bench_{label.lower()}"
+    if opts.search_only and opts.dsn is None:
+        raise SystemExit("--search-only needs --dsn: a database an earlier run kept (--keep-db)")
     dsn = opts.dsn or create_database(opts.server, dbname)
     if opts.dsn is None:
         PgSearch.migrate(dsn)
@@ -512,17 +523,50 @@ def run(opts: Options) -> dict[str, Any]:
         "corpus": {k: manifest[k] for k in ("config", "stats", "queries")},
     }
     try:
-        results.update(_measure(opts, dsn, corpus_dir, queries))
+        if opts.search_only:
+            results.update(_measure_search(opts, dsn, queries))
+        else:
+            results.update(_measure(opts, dsn, corpus_dir, queries))
     finally:
         if opts.dsn is None and not opts.keep_db:
             drop_database(opts.server, dbname)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
     opts.out.mkdir(parents=True, exist_ok=True)
-    path = opts.out / f"speed-{label}.json"
+    path = opts.out / f"speed-{label}{'-' + opts.tag if opts.tag else ''}.json"
     path.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
     say(opts, render(results))
     say(opts, f"results: {path} ({results['total_seconds']} s in all)")
     return results
+
+
+def _measure_search(opts: Options, dsn: str, queries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The searches: a warm-up pass, the timed passes, candidates and round trips."""
+    out: dict[str, Any] = {}
+    say(opts, "searching (warm-up, default, all hits)...")
+    with PgSearch.connect(dsn) as pg:
+        run_ours(pg, queries, per_session=True)
+    before = seq_scans(dsn)
+    with PgSearch.connect(dsn) as pg:
+        default = run_ours(pg, queries, per_session=True)
+        all_hits = run_ours(pg, [q for q in queries if q["class"] != "browse"], per_session=False)
+    time.sleep(1.5)  # let the search backend's statistics reach pg_stat
+    after = seq_scans(dsn)
+    out["plan_check"] = {
+        "before": before,
+        "after": after,
+        "messages_seq_scans_during_search": after.get("messages.seq_scan", 0)
+        - before.get("messages.seq_scan", 0),
+    }
+    out["search"] = {c: r.report(recall=c in RECALL_CLASSES) for c, r in default.items()}
+    out["search_overall"] = summary([ms for r in default.values() for ms in r.ms])
+    out["search_all_hits"] = {c: r.report(recall=c in RECALL_CLASSES) for c, r in all_hits.items()}
+    with PgSearch.connect(dsn) as pg:
+        out["candidates"] = count_candidates(pg, queries)
+        out["candidate_cap"] = pg.settings.candidate_cap
+        out["sizes"] = {
+            s.table: {"table": s.table_bytes, "indexes": s.index_bytes} for s in pg.table_sizes()
+        }
+    return out
 
 
 def _measure(
@@ -548,29 +592,7 @@ def _measure(
         )
         out["append"] = bench_appends(pg, opts, biggest)
         say(opts, f"append: {out['append']}")
-        say(opts, "searching (warm-up, default, all hits)...")
-        run_ours(pg, queries, per_session=True)
-    before = seq_scans(dsn)
-    with PgSearch.connect(dsn) as pg:
-        default = run_ours(pg, queries, per_session=True)
-        all_hits = run_ours(pg, [q for q in queries if q["class"] != "browse"], per_session=False)
-    time.sleep(1.5)  # let the search backend's statistics reach pg_stat
-    after = seq_scans(dsn)
-    out["plan_check"] = {
-        "before": before,
-        "after": after,
-        "messages_seq_scans_during_search": after.get("messages.seq_scan", 0)
-        - before.get("messages.seq_scan", 0),
-    }
-    out["search"] = {c: r.report(recall=c in RECALL_CLASSES) for c, r in default.items()}
-    out["search_overall"] = summary([ms for r in default.values() for ms in r.ms])
-    out["search_all_hits"] = {c: r.report(recall=c in RECALL_CLASSES) for c, r in all_hits.items()}
-    with PgSearch.connect(dsn) as pg:
-        out["candidates"] = count_candidates(pg, queries)
-        out["candidate_cap"] = pg.settings.candidate_cap
-        out["sizes"] = {
-            s.table: {"table": s.table_bytes, "indexes": s.index_bytes} for s in pg.table_sizes()
-        }
+    out.update(_measure_search(opts, dsn, queries))
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
         out["sizes"]["database_before_alternatives"] = int(row[0]) if row else 0
@@ -781,6 +803,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trgm-per-class", type=int, default=20)
     parser.add_argument("--trgm-timeout-ms", type=int, default=5000)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--search-only",
+        action="store_true",
+        help="only the searches, against --dsn as a --keep-db run left it",
+    )
+    parser.add_argument("--tag", default="", help="suffix of the results file name")
     args = parser.parse_args(argv)
     opts = Options(
         messages=args.messages,
@@ -796,6 +824,8 @@ def main(argv: list[str] | None = None) -> int:
         trgm_per_class=args.trgm_per_class,
         trgm_timeout_ms=args.trgm_timeout_ms,
         out=args.out,
+        search_only=args.search_only,
+        tag=args.tag,
     )
     run(opts)
     return 0

@@ -332,6 +332,72 @@ CROSS JOIN LATERAL (
 ) f
 """
 
+# `EXPAND_FUZZY` for the words whose shape allows typos, keeping those found fewer
+# than `trusted_df` times as written (`plan.fuzzy_targets`): it needs no result of
+# `EXPAND_EXACT`, so both travel in one round trip.
+EXPAND_FUZZY_UNTRUSTED = """
+SELECT q.i, f.term, f.df, f.sf
+FROM (
+    SELECT q.word, q.i FROM unnest(%(words)s::text[]) WITH ORDINALITY AS q(word, i)
+    WHERE NOT EXISTS (
+        SELECT 1 FROM vocabulary e
+        WHERE e.workspace_id = %(ws)s AND e.term = q.word AND e.df + e.sf >= %(trusted_df)s
+    )
+) q
+CROSS JOIN LATERAL (
+    SELECT v.term, v.df, v.sf FROM vocabulary v
+    WHERE v.workspace_id = %(ws)s AND v.term %% q.word AND v.term <> q.word
+      AND length(v.term) >= 4 AND v.term !~ '[0-9]'  -- the trigram index's predicate
+    ORDER BY similarity(v.term, q.word) DESC, v.df DESC
+    LIMIT %(fuzzy_limit)s
+) f
+"""
+
+# The direct plan: each query word's terms as written and of the same stem (`e`),
+# what a plan reads when no word gets prefix or typo expansions. `g` holds each
+# word's group as tsquery text (quoted as `_quote` does) with its summed df and
+# largest sf. The candidate and title statements built on it read in the same round
+# trip as the vocabulary; the engine keeps their rows only when its plan turns out
+# to be the direct one (`pgsearch.plan.direct_candidates_hold`).
+_DIRECT_TERMS: LiteralString = r"""
+WITH q AS (
+    SELECT * FROM unnest(%(words)s::text[], %(stems)s::text[]) WITH ORDINALITY AS q(word, stem, i)
+), e AS (
+    SELECT q.i, v.term, v.df, v.sf,
+           '''' || replace(replace(v.term, '''', ''''''), E'\\', E'\\\\') || '''' AS quoted
+    FROM q JOIN vocabulary v ON v.workspace_id = %(ws)s AND v.term = q.word
+    UNION ALL
+    SELECT q.i, v.term, v.df, v.sf,
+           '''' || replace(replace(v.term, '''', ''''''), E'\\', E'\\\\') || '''' AS quoted
+    FROM q JOIN vocabulary v ON v.workspace_id = %(ws)s AND v.stem = q.stem AND v.term <> q.word
+), g AS (
+    SELECT e.i, sum(e.df) AS df, max(e.sf) AS sf,
+           '(' || string_agg(e.quoted, ' | ') || ')' AS tsq
+    FROM e GROUP BY e.i
+)"""
+
+# The units (`u`, complete when each of its words has a term) and the OR of the
+# complete ones with their document frequencies summed (`s`).
+_DIRECT_UNITS: LiteralString = """, u AS (
+    SELECT u.unit, min(g.df) AS df, string_agg(g.tsq, ' & ') AS tsq,
+           count(g.i) = count(*) AS complete
+    FROM unnest(%(unit_of)s::int[], %(word_of)s::int[]) AS u(unit, i)
+    LEFT JOIN g ON g.i = u.i
+    GROUP BY u.unit
+), s AS (
+    SELECT sum(u.df) AS df, string_agg('(' || u.tsq || ')', ' | ')::tsquery AS tsq
+    FROM u WHERE u.complete
+)
+"""
+
+# The session-field statistics row and the df from which a word is common among
+# titles and summaries (`plan.stop_df`).
+_DIRECT_FIELD_STOP: LiteralString = """, t AS (
+    SELECT greatest(%(stop_ratio)s::float8 * coalesce(sum(n_indexed), 0), %(stop_min_df)s) AS df
+    FROM workspace_stats WHERE workspace_id = %(ws)s AND kind = '~session_fields'
+)
+"""
+
 #: The `workspace_stats` row that counts session titles/summaries, not messages.
 FIELDS_STAT = "~session_fields"
 
@@ -531,6 +597,80 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
     elif plan.newest_first:
         sql += " ORDER BY m.created_at DESC, m.session_id, m.seq"
     return sql + " LIMIT %(cap)s", params
+
+
+def direct_candidates_sql(
+    filters: Filters,
+    *,
+    words: Sequence[str],
+    stems: Sequence[str],
+    units: Sequence[Sequence[int]],
+    phrases: Sequence[Sequence[str]],
+    cap: int,
+) -> tuple[LiteralString, dict[str, Any]]:
+    """`candidates_sql` for the direct plan (`_DIRECT_TERMS`): messages holding any
+    complete unit of `units` (0-based word indexes), read only when the units'
+    document frequencies sum to at most `cap`, so that every match is returned."""
+    sql = (
+        _DIRECT_TERMS
+        + _DIRECT_UNITS
+        + "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
+        "ts_filter(setweight(m.tsv, 'A', (SELECT array_agg(DISTINCT e.term) FROM e)), '{a}')"
+        "::text AS tfs, "
+        "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
+        "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit "
+        "FROM messages m WHERE (SELECT s.df FROM s) <= %(cap)s AND "
+        + _filter_sql(filters, "m")
+        + " AND m.tsv @@ (SELECT s.tsq FROM s) LIMIT %(cap)s"
+    )
+    params = _filter_params(filters)
+    params.update(
+        words=list(words),
+        stems=list(stems),
+        unit_of=[n for n, unit in enumerate(units) for _ in unit],
+        word_of=[i + 1 for unit in units for i in unit],
+        phrase=tsquery_phrases(phrases),
+        cap=cap,
+    )
+    return sql, params
+
+
+def direct_fields_sql(
+    workspace: str,
+    session_id: str | None,
+    *,
+    words: Sequence[str],
+    stems: Sequence[str],
+    stop_ratio: float,
+    stop_min_df: int,
+    cap: int,
+) -> tuple[LiteralString, dict[str, Any]]:
+    """`SESSION_FIELD_MATCHES` for the direct plan: sessions whose title or summary
+    holds a word not common among them (`plan.plan_fields`), at most ``cap + 1`` (more
+    than `cap`: the engine reads the titles again with the statement of its plan)."""
+    sql: LiteralString = (
+        _DIRECT_TERMS + _DIRECT_FIELD_STOP + "SELECT s.session_id, s.field_len, "
+        "(SELECT array_agg(x.lexeme || ' ' || array_length(x.positions, 1) || ' ' "
+        "|| array_to_string(x.weights, '')) FROM unnest(s.tsv) AS x "
+        "WHERE x.lexeme = ANY(ARRAY(SELECT e.term FROM e))) AS tfs "
+        "FROM sessions s WHERE s.workspace_id = %(ws)s "
+    )
+    params: dict[str, Any] = {
+        "ws": workspace,
+        "words": list(words),
+        "stems": list(stems),
+        "stop_ratio": stop_ratio,
+        "stop_min_df": stop_min_df,
+        "cap": cap + 1,
+    }
+    if session_id is not None:
+        sql += "AND s.session_id = %(session_id)s "
+        params["session_id"] = session_id
+    sql += (
+        "AND s.tsv @@ (SELECT string_agg(e.quoted, ' | ')::tsquery FROM e JOIN g ON g.i = e.i "
+        "WHERE g.sf < (SELECT t.df FROM t)) LIMIT %(cap)s"
+    )
+    return sql, params
 
 
 def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
