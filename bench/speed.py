@@ -83,6 +83,8 @@ class Options:
     search_only: bool = False
     #: Appended to the results file's name (``speed-<size>-<tag>.json``).
     tag: str = ""
+    #: Search only the first this many queries of each class (0: all).
+    search_sample: int = 0
 
     def config(self) -> Config:
         return Config(
@@ -253,6 +255,17 @@ def bench_appends(pg: PgSearch, opts: Options, workspace: str) -> dict[str, Any]
 def load_queries(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+def sample_queries(queries: list[dict[str, Any]], per_class: int) -> list[dict[str, Any]]:
+    """The first `per_class` queries of each class, in their order."""
+    taken: dict[str, int] = {}
+    out = []
+    for q in queries:
+        if taken.get(q["class"], 0) < per_class:
+            taken[q["class"]] = taken.get(q["class"], 0) + 1
+            out.append(q)
+    return out
 
 
 def _time(value: str | None) -> datetime | None:
@@ -506,6 +519,8 @@ def run(opts: Options) -> dict[str, Any]:
     manifest = ensure_corpus(cfg, corpus_dir, quiet=opts.quiet)
     say(opts, f"corpus ready in {time.perf_counter() - t0:.1f} s: {corpus_dir}")
     queries = load_queries(corpus_dir / "queries.jsonl")
+    if opts.search_sample:
+        queries = sample_queries(queries, opts.search_sample)
 
     dbname = f"pgsearch_bench_{label.lower()}"
     if opts.search_only and opts.dsn is None:
@@ -809,6 +824,9 @@ def main(argv: list[str] | None = None) -> int:
         help="only the searches, against --dsn as a --keep-db run left it",
     )
     parser.add_argument("--tag", default="", help="suffix of the results file name")
+    parser.add_argument(
+        "--search-sample", type=int, default=0, help="search the first N queries of each class"
+    )
     args = parser.parse_args(argv)
     opts = Options(
         messages=args.messages,
@@ -826,6 +844,7 @@ def main(argv: list[str] | None = None) -> int:
         out=args.out,
         search_only=args.search_only,
         tag=args.tag,
+        search_sample=args.search_sample,
     )
     run(opts)
     return 0

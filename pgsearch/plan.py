@@ -433,18 +433,25 @@ def direct_candidates_hold(
     query: ParsedQuery,
     groups: Mapping[str, Group],
     plan: CandidatePlan,
+    stats: SearchStats,
     settings: Settings,
     rows_read: int,
 ) -> bool:
     """Whether the direct candidate rows (`rows_read` of them) are exactly those the
     plan's candidate statement returns: the same terms, the same match (every unit
     read is a driver and the other way round, or the single unit holds every word),
-    all matches read, and no more of them than the plan's cap."""
+    all matches read, and no more of them than the plan's cap.
+
+    The statement reads only when the units' df sum is at most the candidate cap and
+    they are all selective or one unit alone (`pgsearch.db.queries._DIRECT_UNITS`)."""
     if not is_direct(groups):
         return False
     units = query.units(groups)
-    if not units or sum(unit_df(u) for u in units) > settings.candidate_cap:
+    dfs = [unit_df(u) for u in units]
+    if not units or sum(dfs) > settings.candidate_cap:
         return False  # not read at all
+    if len(units) > 1 and max(dfs) >= stop_df(stats.n_indexed, settings):
+        return False  # not read either: a stop-like unit never drives beside others
     if rows_read > plan.cap:
         return False  # the plan keeps only some of them
     if plan.strategy == "any_unit":

@@ -181,7 +181,14 @@ class SearchEngine:
         if direct:
             first.append(
                 reads.direct_candidates(
-                    filters, lookup, unit_indexes(query), query.phrases, settings.candidate_cap
+                    filters,
+                    lookup,
+                    unit_indexes(query),
+                    query.phrases,
+                    cap=settings.candidate_cap,
+                    stop_cap=settings.stop_candidate_cap,
+                    stop_ratio=settings.stop_df_ratio,
+                    stop_min_df=STOP_MIN_DF,
                 )
             )
             if direct_titles:
@@ -213,7 +220,9 @@ class SearchEngine:
         field_plan = plan_fields(filters, groups, stats, settings)
         # The plan's own reads, unless the direct ones are theirs: one trip.
         candidates: list[CandidateRow] | None = None
-        if direct and direct_candidates_hold(query, groups, plan, settings, len(direct_rows)):
+        if direct and direct_candidates_hold(
+            query, groups, plan, stats, settings, len(direct_rows)
+        ):
             candidates = direct_rows
         field_rows: list[FieldRow] | None = None
         if field_plan is None:

@@ -376,16 +376,26 @@ WITH q AS (
     FROM e GROUP BY e.i
 )"""
 
-# The units (`u`, complete when each of its words has a term) and the OR of the
-# complete ones with their document frequencies summed (`s`).
+# The units (`u`, complete when each of its words has a term), the df from which a
+# word is stop-like (`t`, `plan.stop_df`) and the OR of the complete units (`s`) with
+# their document frequencies summed and the rows worth reading: every match when
+# all units are selective, one more than the stop-like cap for a single stop-like
+# unit (more than the cap: the plan reads the newest instead), none otherwise.
 _DIRECT_UNITS: LiteralString = """, u AS (
     SELECT u.unit, min(g.df) AS df, string_agg(g.tsq, ' & ') AS tsq,
            count(g.i) = count(*) AS complete
     FROM unnest(%(unit_of)s::int[], %(word_of)s::int[]) AS u(unit, i)
     LEFT JOIN g ON g.i = u.i
     GROUP BY u.unit
+), t AS (
+    SELECT greatest(%(stop_ratio)s::float8 * coalesce(sum(n_indexed), 0)::float8,
+                    %(stop_min_df)s) AS df
+    FROM workspace_stats WHERE workspace_id = %(ws)s AND kind <> '~session_fields'
 ), s AS (
-    SELECT sum(u.df) AS df, string_agg('(' || u.tsq || ')', ' | ')::tsquery AS tsq
+    SELECT sum(u.df) AS df, string_agg('(' || u.tsq || ')', ' | ')::tsquery AS tsq,
+           CASE WHEN max(u.df) < (SELECT t.df FROM t) THEN %(cap)s
+                WHEN count(*) = 1 THEN least(%(cap)s, %(stop_cap)s) + 1
+                ELSE 0 END AS rows
     FROM u WHERE u.complete
 )
 """
@@ -607,10 +617,14 @@ def direct_candidates_sql(
     units: Sequence[Sequence[int]],
     phrases: Sequence[Sequence[str]],
     cap: int,
+    stop_cap: int,
+    stop_ratio: float,
+    stop_min_df: int,
 ) -> tuple[LiteralString, dict[str, Any]]:
     """`candidates_sql` for the direct plan (`_DIRECT_TERMS`): messages holding any
     complete unit of `units` (0-based word indexes), read only when the units'
-    document frequencies sum to at most `cap`, so that every match is returned."""
+    document frequencies sum to at most `cap` (so that every match is returned) and
+    as many as `_DIRECT_UNITS` says are worth reading."""
     sql = (
         _DIRECT_TERMS
         + _DIRECT_UNITS
@@ -621,7 +635,7 @@ def direct_candidates_sql(
         "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit "
         "FROM messages m WHERE (SELECT s.df FROM s) <= %(cap)s AND "
         + _filter_sql(filters, "m")
-        + " AND m.tsv @@ (SELECT s.tsq FROM s) LIMIT %(cap)s"
+        + " AND m.tsv @@ (SELECT s.tsq FROM s) LIMIT (SELECT s.rows FROM s)"
     )
     params = _filter_params(filters)
     params.update(
@@ -631,6 +645,9 @@ def direct_candidates_sql(
         word_of=[i + 1 for unit in units for i in unit],
         phrase=tsquery_phrases(phrases),
         cap=cap,
+        stop_cap=stop_cap,
+        stop_ratio=stop_ratio,
+        stop_min_df=stop_min_df,
     )
     return sql, params
 

@@ -253,12 +253,25 @@ def direct_candidates(
     lookup: VocabularyLookup,
     units: Sequence[Sequence[int]],
     phrases: Sequence[Sequence[str]],
+    *,
     cap: int,
+    stop_cap: int,
+    stop_ratio: float,
+    stop_min_df: int,
 ) -> Statement[CandidateRow]:
-    """The candidates of the direct plan (`pgsearch.plan.direct_candidates_hold`), read with the
-    vocabulary: every message holding a complete unit, when those are at most `cap`."""
+    """The candidates of the direct plan (`pgsearch.plan.direct_candidates_hold`), read
+    with the vocabulary: every message holding a complete unit, when those are at
+    most `cap` (see `pgsearch.db.queries.direct_candidates_sql`)."""
     sql, params = q.direct_candidates_sql(
-        filters, words=lookup.words, stems=lookup.stems, units=units, phrases=phrases, cap=cap
+        filters,
+        words=lookup.words,
+        stems=lookup.stems,
+        units=units,
+        phrases=phrases,
+        cap=cap,
+        stop_cap=stop_cap,
+        stop_ratio=stop_ratio,
+        stop_min_df=stop_min_df,
     )
     return Statement("direct candidates", sql, params, _candidate)
 
