@@ -2,6 +2,7 @@
 
     python -m bench.quality                                   # the synthetic dev set
     python -m bench.quality --corpus DIR --queries FILE       # any labelled corpus
+    python -m bench.quality --devset locomo                   # real conversations
 
 The corpus is in pgsearch's ingest format, one directory per workspace
 (``DIR/<workspace>/*.jsonl``; ``*.jsonl`` directly in DIR go to workspace
@@ -18,6 +19,11 @@ relevant when it holds a relevant message. Gains are binary.
 The same queries can run through the alternatives (``--alternatives
 fts,sqlite,bm25s``); their session-level lists are the distinct sessions of their
 first 50 hits. Writes ``bench/results/quality-<name>.json`` and prints a table.
+
+``--devset locomo`` scores the labelled set of real conversations read from
+``../shared/devsets/locomo`` (see `bench.locomo`) and writes
+``bench/results/quality-locomo.json``; with ``--commit`` also the committed copy
+``bench/RESULTS-quality-locomo.json``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from typing import Any
 import psycopg
 
 from bench import alternatives as alt
+from bench import locomo
 from bench.devset import generate_devset
 from bench.generate import add_accents
 from bench.speed import DEFAULT_SERVER, RESULTS, create_database, drop_database
@@ -261,6 +268,47 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def run_devset(args: argparse.Namespace) -> int:
+    """``--devset NAME``: score a shared labelled set; exit 2 when it is absent."""
+    try:
+        devset = locomo.locate(args.devset, args.devset_dir)
+    except locomo.DevsetMissing as missing:
+        print(f"bench.quality: {missing}", file=sys.stderr)
+        return 2
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(variants) - set(locomo.VARIANTS))
+    if unknown:
+        print(f"bench.quality: unknown variants {unknown}", file=sys.stderr)
+        return 2
+    results = locomo.run(devset, server=args.server, variants=variants, keep_db=args.keep_db)
+    results["commit"] = _commit()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    paths = [RESULTS / f"quality-{args.devset}.json"]
+    if args.commit:
+        paths.append(Path(__file__).resolve().parent / f"RESULTS-quality-{args.devset}.json")
+    for path in paths:
+        path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(locomo.render(results))
+    print("results: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _commit() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="pgsearch ranking quality (see bench/README.md)")
     parser.add_argument("--corpus", type=Path, help="default: the synthetic dev set")
@@ -269,7 +317,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", default=DEFAULT_SERVER)
     parser.add_argument("--alternatives", default="", help="comma-separated: fts,sqlite,bm25s")
     parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument("--devset", choices=("locomo",), help="a shared labelled set")
+    parser.add_argument("--devset-dir", type=Path, help="where that set is (default ../shared)")
+    parser.add_argument(
+        "--variants",
+        default=",".join(locomo.VARIANTS),
+        help="--devset only: comma-separated variants to run",
+    )
+    parser.add_argument(
+        "--commit", action="store_true", help="--devset only: also write bench/RESULTS-*.json"
+    )
     args = parser.parse_args(argv)
+    if args.devset is not None:
+        return run_devset(args)
     if args.corpus is None:
         devset = RESULTS / "devset"
         if not (devset / "manifest.json").is_file():

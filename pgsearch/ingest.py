@@ -90,6 +90,10 @@ class FileResult:
     rewritten: bool = False
     #: A workspace from the working directory was asked for, but the file names none.
     no_cwd: bool = False
+    #: Entries of sessions the user forgot, not stored (`include_forgotten` stores them).
+    forgotten: int = 0
+    #: Sessions forgotten earlier that this ingest brought back (`include_forgotten`).
+    restored: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +172,9 @@ class IngestReport:
     messages: int = 0
     skipped: int = 0
     bad_lines: int = 0
+    #: Entries of forgotten sessions not stored, and sessions brought back.
+    forgotten: int = 0
+    restored: int = 0
     errors: list[IngestError] = field(default_factory=list)
     warnings: list[IngestError] = field(default_factory=list)
     #: Files that named no working directory, by the workspace they went to.
@@ -182,6 +189,8 @@ class IngestReport:
         self.messages += result.messages
         self.skipped += result.skipped
         self.bad_lines += result.bad_lines
+        self.forgotten += result.forgotten
+        self.restored += len(result.restored)
         self.warnings.extend(result.warnings)
         if result.no_cwd and result.error is None:
             self.no_cwd[result.workspace] = self.no_cwd.get(result.workspace, 0) + 1
@@ -194,6 +203,13 @@ class IngestReport:
             f"{self.messages} messages added, {self.skipped} already stored, "
             f"{self.bad_lines} bad lines skipped, {len(self.errors)} errors"
         )
+        if self.forgotten:
+            text += (
+                f"; {self.forgotten} entries of forgotten sessions not stored "
+                "(--include-forgotten brings them back)"
+            )
+        if self.restored:
+            text += f"; {self.restored} forgotten sessions brought back"
         if self.unreadable:
             text += f"; {len(self.unreadable)} unreadable directories"
         for ws, count in sorted(self.no_cwd.items()):
@@ -395,13 +411,21 @@ class Ingestor:
         prepared: _Prepared | None,
         format: str = adapters.AUTO,
         no_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> Unit[FileResult]:
         """Write one prepared file in one transaction (re-preparing if it went stale)."""
 
         def work() -> Work[FileResult]:
             deltas = Deltas()
             result = yield from self._write_file(
-                workspace, given, real, session_id, prepared, format, deltas
+                workspace,
+                given,
+                real,
+                session_id,
+                prepared,
+                format,
+                deltas,
+                include_forgotten=include_forgotten,
             )
             yield from store.apply_deltas(workspace, deltas, final=True)
             result.no_cwd = no_cwd
@@ -418,12 +442,25 @@ class Ingestor:
         prepared: _Prepared | None,
         format: str,
         deltas: Deltas,
+        *,
+        include_forgotten: bool = False,
     ) -> Work[FileResult]:
-        """Write one file inside the caller's transaction; statistics go to `deltas`."""
+        """Write one file inside the caller's transaction; statistics go to `deltas`.
+
+        With `include_forgotten`, the sessions the user forgot from this file come
+        back: their tombstones go, and the file is read again whole.
+        """
         shown = str(given)
         record = yield from store.lock_file(workspace, str(real))
         if prepared is None or prepared.snapshot != record:
             prepared = self._prepare(given, real, record, session_id, format)
+        restored: list[str] = []
+        if include_forgotten:
+            restored = yield from store.restore_forgotten(workspace, str(real))
+            if restored and (prepared.start or prepared.unchanged):
+                # What was read before skipped them: read it all again.
+                again = self._prepare(given, real, None, session_id, format)
+                prepared = replace(again, snapshot=record, rewrite=True)
         parsed = prepared.parsed
         result = FileResult(
             path=shown,
@@ -433,6 +470,7 @@ class Ingestor:
             unchanged=prepared.unchanged,
             bad_lines=parsed.skipped_lines,
             warnings=list(parsed.problems),
+            restored=restored,
         )
         if prepared.unchanged:
             return result
@@ -460,8 +498,9 @@ class Ingestor:
                 parents=parsed.parents,
             )
             result.messages = len(written.inserted)
-            result.skipped = len(prepared.entries) - len(written.inserted)
-            result.sessions = {e.session_id for e in prepared.entries}
+            result.forgotten = written.forgotten
+            result.skipped = len(prepared.entries) - len(written.inserted) - written.forgotten
+            result.sessions = {e.session_id for e in prepared.entries} & written.states.keys()
             inserted_ids = written.entry_ids
             states = written.states
         if adapter.leaf_titles and (parsed.leaf_titles or inserted_ids):
@@ -522,6 +561,7 @@ class Ingestor:
         roots: Sequence[Path] | None = None,
         format: str = adapters.AUTO,
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> FileResult:
         """Ingest one session file in one transaction; errors are `IngestError`.
 
@@ -529,6 +569,8 @@ class Ingestor:
         With `workspace_from_cwd`, an agent log naming its working directory goes to
         the workspace of that name (a worktree's to its project's); `workspace` is
         the fallback, and the result says when it was used (`FileResult.no_cwd`).
+        Sessions the user forgot (`PgSearch.forget`) stay forgotten unless
+        `include_forgotten` brings them back.
         """
         workspace, given, real, no_cwd = self._locate(
             path,
@@ -538,7 +580,16 @@ class Ingestor:
             workspace_from_cwd=workspace_from_cwd,
         )
         return self._sync_store().driver.run(
-            self._commit_file(workspace, given, real, session_id, None, format, no_cwd)
+            self._commit_file(
+                workspace,
+                given,
+                real,
+                session_id,
+                None,
+                format,
+                no_cwd,
+                include_forgotten=include_forgotten,
+            )
         )
 
     def locate(
@@ -586,12 +637,21 @@ class Ingestor:
         record: FileRecord | None,
         session_id: str | None = None,
         format: str = adapters.AUTO,
+        include_forgotten: bool = False,
     ) -> Unit[FileResult]:
         """Read and parse the file now, against `record` (its last known record), and
         return the unit that writes it, which reads the file again only if its record
         changed meanwhile. For hosts that read files off their event loop."""
         prepared = self._prepare(given, real, record, session_id, format)
-        return self._commit_file(workspace, given, real, session_id, prepared, format)
+        return self._commit_file(
+            workspace,
+            given,
+            real,
+            session_id,
+            prepared,
+            format,
+            include_forgotten=include_forgotten,
+        )
 
     def ingest_paths(
         self,
@@ -602,10 +662,11 @@ class Ingestor:
         on_file: Callable[[FileResult], None] | None = None,
         format: str = adapters.AUTO,
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> IngestReport:
         """Ingest files and directories; a bad file is reported and the rest go on.
 
-        `format` and `workspace_from_cwd` are as for `ingest_file`.
+        `format`, `workspace_from_cwd` and `include_forgotten` are as for `ingest_file`.
 
         The next file is read, parsed and indexed in a worker thread while the current
         one is written, so Python work overlaps the server's index maintenance. The
@@ -668,7 +729,16 @@ class Ingestor:
                     mine = Deltas()
                     try:
                         result = yield from savepoint(
-                            self._write_file(ws, given, real, None, prepared, format, mine)
+                            self._write_file(
+                                ws,
+                                given,
+                                real,
+                                None,
+                                prepared,
+                                format,
+                                mine,
+                                include_forgotten=include_forgotten,
+                            )
                         )
                         deltas.merge(mine)
                     except IngestError as exc:
@@ -744,6 +814,8 @@ class Ingestor:
                 raise IngestError(f"message {i}: {exc}") from None
             if entry.session_id != session_id:
                 raise IngestError(f"message {i}: session_id differs from the append target")
+            for call_id, name in zip(entry.tool_call_ids, entry.tool_names(), strict=False):
+                calls[call_id] = name
             entries.append(entry)
 
         def work() -> Work[int]:
@@ -791,6 +863,19 @@ class Ingestor:
         titles = titles or {}
         parents = parents or {}
         session_ids = {e.session_id for e in entries} | set(titles) | set(parents)
+        forgotten = 0
+        if source is not None:
+            # A session the user forgot is not brought back by its file.
+            gone = yield from store.forgotten_among(ws, session_ids, source)
+            if gone:
+                keep = [e.session_id not in gone for e in entries]
+                forgotten = keep.count(False)
+                entries = [e for e, k in zip(entries, keep, strict=True) if k]
+                if indexed is not None:
+                    indexed = [ix for ix, k in zip(indexed, keep, strict=True) if k]
+                titles = {sid: t for sid, t in titles.items() if sid not in gone}
+                parents = {sid: p for sid, p in parents.items() if sid not in gone}
+                session_ids -= gone
         states = yield from store.lock_sessions(ws, session_ids, source)
         for state in states.values():
             if state.message_count and state.source != source:
@@ -802,6 +887,16 @@ class Ingestor:
                     path=where,
                     line=first.seq + 1 if source is not None and first is not None else None,
                 )
+        unnamed: dict[str, set[str]] = {}
+        for entry in entries:
+            call_id = _unnamed_call(entry)
+            if call_id is not None and states[entry.session_id].message_count:
+                unnamed.setdefault(entry.session_id, set()).add(call_id)
+        if unnamed:
+            # A tool result whose call was stored earlier (an earlier append, an
+            # earlier pass over a growing file) is named after that call.
+            found = yield from store.tool_call_names(ws, unnamed)
+            entries = [_named(e, found.get(e.session_id, {})) for e in entries]
         turns = {sid: (s.last_turn if continuing else 0) for sid, s in states.items()}
         last_time = {sid: (s.updated_at if continuing else None) for sid, s in states.items()}
         next_seq = {sid: s.next_seq for sid, s in states.items()}
@@ -876,7 +971,7 @@ class Ingestor:
                 yield from store.update_session(ws, state, *changed)
         if apply_here:
             yield from store.apply_deltas(ws, deltas, final=True)
-        return _Written(inserted=inserted, entry_ids=entry_ids, states=states)
+        return _Written(inserted=inserted, entry_ids=entry_ids, states=states, forgotten=forgotten)
 
     def _update_state(
         self,
@@ -912,6 +1007,21 @@ class Ingestor:
         return ix.tsvector, ix.length
 
 
+def _unnamed_call(entry: Entry) -> str | None:
+    """The call id of a tool result that names no tool, if it has one."""
+    if entry.role != "tool" or entry.tool_name is not None or not entry.extra:
+        return None
+    call_id = entry.extra.get("tool_call_id")
+    return call_id if isinstance(call_id, str) and call_id else None
+
+
+def _named(entry: Entry, names: dict[str, str]) -> Entry:
+    call_id = _unnamed_call(entry)
+    if call_id is None or call_id not in names:
+        return entry
+    return replace(entry, tool_name=names[call_id])
+
+
 @dataclass(frozen=True, slots=True)
 class _Written:
     """What `Ingestor._write` stored: row keys, entry ids, and the sessions it locked."""
@@ -919,3 +1029,5 @@ class _Written:
     inserted: set[tuple[str, int]]
     entry_ids: set[str]
     states: dict[str, SessionState]
+    #: Entries not stored because their session was forgotten.
+    forgotten: int = 0

@@ -8,6 +8,7 @@ Search limits are named here so that benchmarks and operators tune one place.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -94,6 +95,19 @@ class Settings:
     pool_max: int = 8
     #: Seconds a call waits for a free pooled connection before failing.
     pool_timeout: float = 30.0
+    #: Streaming standbys that serve searches, windows and listings (writes always go
+    #: to `dsn`). Empty: everything runs on the primary. Hidden from ``repr``.
+    read_dsns: tuple[str, ...] = field(default=(), repr=False)
+    #: Read-your-writes: after a write through this process, a read on a standby
+    #: first waits up to this long (milliseconds) for the standby to replay the
+    #: write's commit; a standby still behind then is passed over for the primary.
+    read_wait_ms: int = 200
+    #: A standby whose replay lags the WAL it received by more than this
+    #: (milliseconds) is skipped; 0 accepts any lag.
+    read_max_lag_ms: int = 10_000
+    #: Milliseconds a read waits for a connection to a standby before it goes to the
+    #: next node (a standby that is down then costs this once per back-off period).
+    read_connect_timeout_ms: int = 1000
     #: Indexed text per message is capped; the full content is always stored.
     max_indexed_chars: int = 200_000
     index_policy: IndexPolicy = field(default_factory=IndexPolicy)
@@ -101,6 +115,10 @@ class Settings:
     #: for the Row Level Security policies of migration 0002. Needed, and then
     #: enforced by the server, when the role connecting owns none of the tables.
     row_level_security: bool = False
+    #: On Citus, make every transaction bound to a workspace fail any statement that
+    #: would run on more than one shard (``citus.multi_task_query_log_level = error``):
+    #: the proof, in staging or tests, that each workspace's work stays on one shard.
+    citus_single_shard: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -118,6 +136,9 @@ class Settings:
             "pool_min": "PGSEARCH_POOL_MIN",
             "pool_max": "PGSEARCH_POOL_MAX",
             "max_indexed_chars": "PGSEARCH_MAX_INDEXED_CHARS",
+            "read_wait_ms": "PGSEARCH_READ_WAIT_MS",
+            "read_max_lag_ms": "PGSEARCH_READ_MAX_LAG_MS",
+            "read_connect_timeout_ms": "PGSEARCH_READ_CONNECT_TIMEOUT_MS",
         }
         for name, var in ints.items():
             if var in env:
@@ -133,6 +154,8 @@ class Settings:
                     f"PGSEARCH_POOL_TIMEOUT must be a number of seconds, "
                     f"got {env['PGSEARCH_POOL_TIMEOUT']!r}"
                 ) from None
+        if "PGSEARCH_READ_DSN" in env:
+            values["read_dsns"] = parse_read_dsns(env["PGSEARCH_READ_DSN"])
         if "PGSEARCH_INDEX" in env:
             values["index_policy"] = IndexPolicy.parse(env["PGSEARCH_INDEX"])
         if "PGSEARCH_RLS" in env:
@@ -140,6 +163,13 @@ class Settings:
             if flag not in _TRUE | _FALSE:
                 raise ConfigError(f"PGSEARCH_RLS must be on or off (1/0, true/false), got {flag!r}")
             values["row_level_security"] = flag in _TRUE
+        if "PGSEARCH_CITUS_SINGLE_SHARD" in env:
+            flag = env["PGSEARCH_CITUS_SINGLE_SHARD"].strip().lower()
+            if flag not in _TRUE | _FALSE:
+                raise ConfigError(
+                    f"PGSEARCH_CITUS_SINGLE_SHARD must be on or off (1/0, true/false), got {flag!r}"
+                )
+            values["citus_single_shard"] = flag in _TRUE
         values.update({k: v for k, v in overrides.items() if v is not None})
         settings = cls(**values)  # type: ignore[arg-type]
         settings.validate()
@@ -163,6 +193,29 @@ class Settings:
             )
         if not self.pool_timeout > 0:
             raise ConfigError("pool_timeout must be positive")
+        if not isinstance(self.read_dsns, tuple):
+            raise ConfigError("read_dsns must be a tuple of connection strings")
+        if not 0 <= self.read_wait_ms <= 60_000:
+            raise ConfigError(
+                f"PGSEARCH_READ_WAIT_MS must be between 0 and 60000 milliseconds, "
+                f"got {self.read_wait_ms}"
+            )
+        if self.statement_timeout_ms and self.read_wait_ms >= self.statement_timeout_ms:
+            raise ConfigError(
+                f"PGSEARCH_READ_WAIT_MS ({self.read_wait_ms}) must be shorter than "
+                f"PGSEARCH_STATEMENT_TIMEOUT_MS ({self.statement_timeout_ms}): the wait "
+                "runs inside the read's first statement"
+            )
+        if self.read_max_lag_ms < 0:
+            raise ConfigError(
+                f"PGSEARCH_READ_MAX_LAG_MS must not be negative (0 accepts any lag), "
+                f"got {self.read_max_lag_ms}"
+            )
+        if self.read_connect_timeout_ms < 1:
+            raise ConfigError(
+                f"PGSEARCH_READ_CONNECT_TIMEOUT_MS must be at least 1 millisecond, "
+                f"got {self.read_connect_timeout_ms}"
+            )
         if self.max_indexed_chars < 1:
             raise ConfigError("max_indexed_chars must be positive")
         if self.max_expansions < 1:
@@ -177,3 +230,20 @@ class Settings:
         settings = replace(self, **changes)  # type: ignore[arg-type]
         settings.validate()
         return settings
+
+
+#: Where one standby's connection string ends and the next begins in
+#: ``PGSEARCH_READ_DSN``: a comma before a URI or before a ``keyword=`` (so that the
+#: commas of a multi-host ``host=a,b`` or ``postgresql://a,b/db`` stay inside), or
+#: whitespace before a URI.
+_DSN_SEPARATOR = re.compile(
+    r"\s*,\s*(?=postgres(?:ql)?://|[A-Za-z_]\w*\s*=)|\s+(?=postgres(?:ql)?://)"
+)
+
+
+def parse_read_dsns(value: str) -> tuple[str, ...]:
+    """The standbys of ``PGSEARCH_READ_DSN``: connection strings separated by commas
+    (URIs also by whitespace); an empty value names none. Each is checked by libpq's own
+    parser when the router is built (`pgsearch.db.routing.router_for`)."""
+    parts = [p.strip().strip(",").strip() for p in _DSN_SEPARATOR.split(value.strip())]
+    return tuple(p for p in parts if p)

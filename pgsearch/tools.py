@@ -287,7 +287,9 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _check_value(name: str, value: Any, schema: Mapping[str, Any]) -> Any:
+def check_value(name: str, value: Any, schema: Mapping[str, Any]) -> Any:
+    """`value` checked against a property schema of the subset used here (string,
+    integer, boolean, array; bounds, lengths, enums), else `ToolArgumentError`."""
     kind = schema["type"]
     if kind == "string":
         if not isinstance(value, str):
@@ -320,7 +322,7 @@ def _check_value(name: str, value: Any, schema: Mapping[str, Any]) -> Any:
     if kind == "array":
         if not isinstance(value, list | tuple):
             raise ToolArgumentError(f"{name!r} must be an array, got {_json_type(value)}")
-        items = [_check_value(f"{name}[{i}]", v, schema["items"]) for i, v in enumerate(value)]
+        items = [check_value(f"{name}[{i}]", v, schema["items"]) for i, v in enumerate(value)]
         return list(dict.fromkeys(items))
     raise AssertionError(f"unsupported schema type {kind!r}")  # pragma: no cover
 
@@ -362,9 +364,9 @@ def check_arguments(name: str, arguments: Mapping[str, Any], scope: Scope) -> di
             if "default" in prop:
                 checked[key] = prop["default"]
             continue
-        checked[key] = _check_value(key, value, prop)
+        checked[key] = check_value(key, value, prop)
         if prop.get("format") == "date-time":
-            checked[key] = _date_time(key, value)
+            checked[key] = check_date_time(key, value)
     cap = LIMIT_CAPS.get(name)
     if cap is not None and checked.get("limit", 0) > cap:
         checked["limit"] = cap
@@ -377,7 +379,8 @@ def check_arguments(name: str, arguments: Mapping[str, Any], scope: Scope) -> di
     return checked
 
 
-def _date_time(name: str, value: str) -> datetime:
+def check_date_time(name: str, value: str) -> datetime:
+    """An ISO 8601 date-time argument as a `datetime`, else `ToolArgumentError`."""
     try:
         parsed = parse_time(value)
     except ValueError:

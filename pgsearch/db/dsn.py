@@ -34,6 +34,15 @@ def _parse(dsn: str) -> dict[str, str] | None:
         return None
 
 
+def parse_error(dsn: str) -> str | None:
+    """Why libpq cannot parse `dsn` as a connection string, or None when it can."""
+    try:
+        conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        return str(exc).strip()
+    return None
+
+
 def redact_text(text: str) -> str:
     """`text` with anything that looks like a password in a connection string masked."""
     text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}{m.group(2)}", text)

@@ -230,6 +230,26 @@ SELECT session_id FROM sessions
 WHERE workspace_id = %(ws)s AND source = %(source)s ORDER BY session_id
 """
 
+# A session the user forgot stays forgotten: ingest skips its entries (by its id, or
+# by the file it came from) until they are asked for back.
+FORGET_TOMBSTONE = """
+INSERT INTO forgotten_sessions (workspace_id, session_id, source)
+VALUES (%(ws)s, %(session_id)s, %(source)s)
+ON CONFLICT (workspace_id, session_id) DO UPDATE
+SET source = EXCLUDED.source, forgotten_at = now()
+"""
+
+FORGOTTEN_AMONG = """
+SELECT session_id FROM forgotten_sessions
+WHERE workspace_id = %(ws)s AND (session_id = ANY(%(ids)s::text[]) OR source = %(source)s)
+ORDER BY session_id
+"""
+
+RESTORE_FORGOTTEN = """
+DELETE FROM forgotten_sessions WHERE workspace_id = %(ws)s AND source = %(source)s
+RETURNING session_id
+"""
+
 FORGET_WORKSPACE: tuple[LiteralString, ...] = (
     "DELETE FROM messages WHERE workspace_id = %(ws)s",
     "DELETE FROM sessions WHERE workspace_id = %(ws)s",
@@ -237,7 +257,17 @@ FORGET_WORKSPACE: tuple[LiteralString, ...] = (
     "DELETE FROM workspace_stats WHERE workspace_id = %(ws)s",
     "DELETE FROM ingested_files WHERE workspace_id = %(ws)s",
     "DELETE FROM leaf_titles WHERE workspace_id = %(ws)s",
+    "DELETE FROM forgotten_sessions WHERE workspace_id = %(ws)s",
 )
+
+# The calls an appended tool result answers, when they came in an earlier append:
+# the session's tool calls keep their ids in `extra` (read through the primary key).
+TOOL_CALL_NAMES = """
+SELECT extra -> 'tool_call_ids', tool_name FROM messages
+WHERE workspace_id = %(ws)s AND session_id = %(session_id)s AND kind = 'tool_input'
+  AND extra -> 'tool_call_ids' ?| %(ids)s::text[]
+ORDER BY seq DESC
+"""
 
 # --- reading ------------------------------------------------------------------------
 
@@ -268,6 +298,7 @@ TENANT_TABLES = (
     "vocabulary",
     "ingested_files",
     "leaf_titles",
+    "forgotten_sessions",
 )
 
 TABLE_SIZES = """
@@ -721,3 +752,43 @@ def browse_sql(
         )
     sql += " ORDER BY m.created_at DESC, m.session_id, m.seq LIMIT %(limit)s"
     return sql, params
+
+
+# --- serving: one session, the schema revision, API tokens ---------------------------
+
+SESSION_INFO = """
+SELECT session_id, title, message_count, created_at, updated_at, source, parent_session_id
+FROM sessions WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+"""
+
+SCHEMA_VERSIONS = "SELECT version_num FROM pgsearch_alembic_version"
+
+_TOKEN_COLUMNS = (
+    "token_id, workspace_id, session_id, can_write, rate_per_second, label, created_at, revoked_at"
+)
+
+CREATE_TOKEN = (
+    "INSERT INTO api_tokens (token_id, token_hash, workspace_id, session_id, can_write,"
+    " rate_per_second, label)"
+    " VALUES (%(token_id)s, %(token_hash)s, %(ws)s, %(session_id)s, %(can_write)s,"
+    " %(rate)s, %(label)s)"
+    " RETURNING " + _TOKEN_COLUMNS
+)
+
+TOKEN_BY_HASH = (
+    "SELECT " + _TOKEN_COLUMNS + " FROM api_tokens"
+    " WHERE token_hash = %(token_hash)s AND revoked_at IS NULL"
+)
+
+LIST_TOKENS = "SELECT " + _TOKEN_COLUMNS + " FROM api_tokens ORDER BY created_at, token_id"
+
+LIST_WORKSPACE_TOKENS = (
+    "SELECT " + _TOKEN_COLUMNS + " FROM api_tokens WHERE workspace_id = %(ws)s"
+    " ORDER BY created_at, token_id"
+)
+
+REVOKE_TOKEN = (
+    "UPDATE api_tokens SET revoked_at = now()"
+    " WHERE token_id = %(token_id)s AND revoked_at IS NULL"
+    " RETURNING " + _TOKEN_COLUMNS
+)

@@ -424,11 +424,27 @@ class Cluster:
                 time.sleep(0.02)
 
     def ensure_running(self) -> None:
-        """Both servers up and streaming (after a test stopped one of them)."""
+        """Both servers up and streaming (after a test stopped one of them), the
+        standby replaying."""
         for server in (self.primary, self.standby):
             if not server.running():
                 server.start()
         self.wait_streaming()
+        self.resume_replay()
+
+    def pause_replay(self) -> None:
+        """The standby keeps receiving WAL but stops applying it (its lag grows)."""
+        with self.standby.connect() as conn:
+            conn.execute("SELECT pg_wal_replay_pause()")
+            deadline = time.monotonic() + 30
+            while conn.execute("SELECT pg_get_wal_replay_pause_state()").fetchone() != ("paused",):
+                if time.monotonic() > deadline:
+                    raise AssertionError("the standby's replay did not pause")
+                time.sleep(0.01)
+
+    def resume_replay(self) -> None:
+        with self.standby.connect() as conn:
+            conn.execute("SELECT pg_wal_replay_resume()")
 
     # --- databases ---------------------------------------------------------------
 

@@ -12,7 +12,8 @@ import pytest
 
 from bench import generate
 from bench.speed import load_queries, request_for
-from pgsearch import PgSearch, SessionQueryRequest
+from pgsearch import PgSearch, SessionQueryRequest, Settings
+from pgsearch.db.routing import standby_name
 from tests.serving.conftest import Nodes
 
 
@@ -84,3 +85,26 @@ def test_results_on_the_standby_and_the_primary_are_identical(nodes: Nodes, corp
         assert standby.workspaces() == primary.workspaces()
     print(f"replica: {len(queries)} queries, {pages} cursor pages, {windows} windows")
     assert pages > 10 and windows > 50, (pages, windows)
+
+
+def test_one_pgsearch_reading_from_the_standby_answers_as_the_primary(
+    nodes: Nodes, corpus: Path
+) -> None:
+    """The same through ``PGSEARCH_READ_DSN``: one object, reads routed to the standby."""
+    queries = load_queries(corpus / "queries.jsonl")
+    routed_settings = Settings.from_env(
+        {}, dsn=nodes.primary_dsn, read_dsns=(nodes.standby_dsn,), read_wait_ms=3000
+    )
+    with PgSearch.connect(settings=routed_settings) as routed:
+        _ingest(routed, corpus)  # writes go to the primary; reads wait for replay
+        with PgSearch.connect(nodes.primary_dsn) as primary, routed._driver.capture() as units:
+            for q in queries:
+                request = request_for(q, per_session=False)
+                scope = {"workspace": q["workspace"], "session_id": q.get("session")}
+                expected = primary.provider(**scope).search(request)
+                assert routed.provider(**scope).search(request) == expected, q["query"]
+            for ws in primary.workspaces():
+                assert routed.stats(workspace=ws) == primary.stats(workspace=ws)
+                assert routed.sessions(workspace=ws) == primary.sessions(workspace=ws)
+    assert len(units) > len(queries)
+    assert {u.node for u in units} == {standby_name(1)}

@@ -1,0 +1,325 @@
+"""The HTTP API's contract: every endpoint, every error code, and a scope that no
+request can widen (crafted workspace ids, session ids, cursors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pgsearch import PgSearch
+from pgsearch.db.store import HEAD_REVISION
+from tests.conftest import EXAMPLES
+from tests.web.conftest import LONG, OTHER, WORKSPACE, LiveServer, client, error_code
+
+
+def test_health_names_the_schema_revision_without_a_token(server: LiveServer) -> None:
+    response = client(server).get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "schema_revision": HEAD_REVISION}
+
+
+def test_no_token_is_401_with_a_bearer_challenge(server: LiveServer) -> None:
+    for path in ("/v1/sessions", "/v1/stats", "/v1/whoami", "/v1/sessions/x/messages"):
+        response = client(server).get(path)
+        assert response.status_code == 401, path
+        assert error_code(response) == "unauthorized"
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    assert client(server).post("/v1/append", {"session_id": "s"}).status_code == 401
+
+
+def test_unknown_malformed_and_non_bearer_credentials_are_401(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    good = tokens["read"]
+    forged = good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB")
+    for header in (
+        f"Bearer {forged}",
+        "Bearer pgs_nothing",
+        "Bearer ",
+        f"Basic {good}",
+        good,
+        f"Bearer {good}\x7f",
+    ):
+        c = client(server)
+        c.http.headers["Authorization"] = header
+        response = c.get("/v1/sessions")
+        assert response.status_code == 401, header
+        assert error_code(response) == "unauthorized"
+
+
+def test_whoami_reports_the_scope_the_token_pins(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    data = client(server, tokens["pinned"]).get("/v1/whoami").json()
+    assert data["workspace_id"] == WORKSPACE
+    assert data["session_id"] == "cron-refactor"
+    assert data["write"] is False
+    assert client(server, tokens["write"]).get("/v1/whoami").json()["write"] is True
+
+
+def test_sessions_lists_the_workspace_most_recent_first(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    data = client(server, tokens["read"]).get("/v1/sessions").json()
+    ids = [s["session_id"] for s in data["sessions"]]
+    assert set(ids) >= {"cron-refactor", "deploy-keys", "pokemon-i18n", LONG}
+    assert data["workspace_id"] == WORKSPACE
+    page = client(server, tokens["read"]).get("/v1/sessions", limit=2, offset=1).json()
+    assert [s["session_id"] for s in page["sessions"]] == ids[1:3]
+    assert page["next_offset"] == 3
+    rival = client(server, tokens["rival"]).get("/v1/sessions").json()
+    assert [s["session_id"] for s in rival["sessions"]] == ["deploy-keys"]
+
+
+def test_a_session_token_lists_and_opens_its_session_only(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    pinned = client(server, tokens["pinned"])
+    listed = pinned.get("/v1/sessions").json()["sessions"]
+    assert [s["session_id"] for s in listed] == ["cron-refactor"]
+    assert pinned.get("/v1/sessions/cron-refactor").json()["message_count"] == 10
+    for path in (
+        "/v1/sessions/deploy-keys",
+        "/v1/sessions/deploy-keys/messages",
+        f"/v1/sessions/{LONG}/around?seq=1",
+    ):
+        response = pinned.get(path)
+        assert response.status_code == 403, path
+        assert error_code(response) == "scope"
+    response = pinned.get("/v1/stats")
+    assert response.status_code == 403 and error_code(response) == "scope"
+
+
+def test_around_returns_the_window_with_the_anchor(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    c = client(server, tokens["read"])
+    window = c.get(f"/v1/sessions/{LONG}/around", seq=33, before=2, after=3).json()
+    assert [m["seq"] for m in window["messages"]] == [31, 32, 33, 34, 35, 36]
+    assert [m["seq"] for m in window["messages"] if m["anchor"]] == [33]
+    assert "retry budget" in window["messages"][2]["content"]
+    assert window["workspace_id"] == WORKSPACE and window["session_id"] == LONG
+
+
+def test_around_errors(server: LiveServer, tokens: dict[str, str]) -> None:
+    c = client(server, tokens["read"])
+    cases = {
+        f"/v1/sessions/{LONG}/around": "invalid_query",  # no seq
+        f"/v1/sessions/{LONG}/around?seq=-1": "invalid_query",
+        f"/v1/sessions/{LONG}/around?seq=abc": "invalid_query",
+        f"/v1/sessions/{LONG}/around?seq=1&before=99": "invalid_query",
+        f"/v1/sessions/{LONG}/around?seq=9999": "not_found",
+        "/v1/sessions/no-such-session/around?seq=0": "not_found",
+    }
+    for path, code in cases.items():
+        response = c.get(path)
+        assert error_code(response) == code, path
+        assert response.status_code == {"invalid_query": 400, "not_found": 404}[code]
+
+
+def test_messages_page_through_a_session(server: LiveServer, tokens: dict[str, str]) -> None:
+    c = client(server, tokens["read"])
+    seen: list[int] = []
+    start: int | None = 0
+    while start is not None:
+        page = c.get(f"/v1/sessions/{LONG}/messages", start_seq=start, limit=25).json()
+        assert len(page["messages"]) <= 16  # the cap
+        seen.extend(m["seq"] for m in page["messages"])
+        start = page["next_seq"]
+    assert seen == list(range(60))
+    missing = c.get("/v1/sessions/nope/messages")
+    assert missing.status_code == 404 and error_code(missing) == "not_found"
+
+
+def test_session_ids_with_slashes_and_unicode_round_trip(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    odd = "team/\u03b1 \u03b2?#%"
+    with PgSearch.connect(server_dsn_of(server)) as pg:
+        pg.append(
+            workspace=WORKSPACE,
+            session_id=odd,
+            messages=[{"role": "user", "content": "an odd session name"}],
+        )
+    from urllib.parse import quote
+
+    c = client(server, tokens["read"])
+    page = c.get(f"/v1/sessions/{quote(odd, safe='')}/messages").json()
+    assert page["session_id"] == odd
+    assert page["messages"][0]["content"] == "an odd session name"
+
+
+def server_dsn_of(live: LiveServer) -> str:
+    api = live.server.config.app.state.api  # type: ignore[attr-defined]
+    return str(api.db.settings.dsn)
+
+
+def test_another_workspace_is_refused_however_it_is_named(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    c = client(server, tokens["read"])
+    for variant in (OTHER, "ACME", "acme ", "acme\u200b", ""):
+        response = c.get("/v1/sessions", workspace_id=variant)
+        assert response.status_code == 403, repr(variant)
+        assert error_code(response) == "scope"
+    assert c.get("/v1/sessions", workspace_id=WORKSPACE).status_code == 200
+    # A rival token cannot open acme's sessions: they are not in its scope at all.
+    rival = client(server, tokens["rival"])
+    assert error_code(rival.get("/v1/sessions/cron-refactor/messages")) == "not_found"
+    assert error_code(rival.get(f"/v1/sessions/{LONG}/around?seq=1")) == "not_found"
+
+
+def test_stats_count_the_tokens_workspace(server: LiveServer, tokens: dict[str, str]) -> None:
+    stats = client(server, tokens["read"]).get("/v1/stats").json()
+    assert stats["workspace_id"] == WORKSPACE
+    assert stats["sessions"] >= 4 and stats["messages"] >= 81
+    rival = client(server, tokens["rival"]).get("/v1/stats").json()
+    assert rival["workspace_id"] == OTHER and rival["sessions"] == 1
+
+
+def test_append_needs_a_write_token_and_is_searchable_at_once(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    body = {"session_id": "appended", "messages": [{"role": "user", "content": "zebra crossing"}]}
+    read = client(server, tokens["read"]).post("/v1/append", body)
+    assert read.status_code == 403 and error_code(read) == "scope"
+    done = client(server, tokens["write"]).post("/v1/append", body)
+    assert done.status_code == 200, done.text
+    assert done.json() == {"session_id": "appended", "appended": 1}
+    page = client(server, tokens["read"]).get("/v1/sessions/appended/messages").json()
+    assert page["messages"][0]["content"] == "zebra crossing"
+
+
+def test_append_cannot_leave_the_tokens_scope(server: LiveServer, tokens: dict[str, str]) -> None:
+    pinned = client(server, tokens["pinned_write"])
+    other_session = {"session_id": "elsewhere", "messages": [{"role": "user", "content": "x"}]}
+    response = pinned.post("/v1/append", other_session)
+    assert response.status_code == 403 and error_code(response) == "scope"
+    other_ws = {**other_session, "session_id": "cron-refactor", "workspace_id": OTHER}
+    response = pinned.post("/v1/append", other_ws)
+    assert response.status_code == 403 and error_code(response) == "scope"
+
+
+def test_append_bad_bodies_are_400(server: LiveServer, tokens: dict[str, str]) -> None:
+    c = client(server, tokens["write"])
+    for body in (
+        b"not json",
+        b"[1, 2]",
+        b"\xff\xfe",
+        {"session_id": "s"},
+        {"session_id": "s", "messages": []},
+        {"session_id": "s", "messages": ["text"]},
+        {"session_id": "s", "messages": [{"role": "user", "content": "x"}], "extra": 1},
+        {"session_id": 5, "messages": [{"role": "user", "content": "x"}]},
+        {"session_id": "s", "messages": [{"role": 7, "content": "x"}]},
+    ):
+        response = c.post("/v1/append", body)
+        assert response.status_code == 400, (body, response.text)
+        assert error_code(response) == "invalid_query"
+
+
+def test_writes_are_off_unless_the_server_enables_them(
+    plain_server: LiveServer, tokens: dict[str, str]
+) -> None:
+    c = client(plain_server, tokens["write"])
+    body = {"session_id": "s", "messages": [{"role": "user", "content": "x"}]}
+    for path, payload in (("/v1/append", body), ("/v1/ingest", {"path": "/tmp/x.jsonl"})):
+        response = c.post(path, payload)
+        assert response.status_code == 404 and error_code(response) == "not_found"
+        assert "not enabled" in response.json()["error"]["message"]
+
+
+def test_ingest_reads_files_under_the_root_only(
+    server: LiveServer, tokens: dict[str, str], ingest_root: Path, tmp_path: Path
+) -> None:
+    inside = ingest_root / "pokemon.jsonl"
+    inside.write_bytes((EXAMPLES / "pokemon-i18n.jsonl").read_bytes())
+    c = client(server, tokens["write"])
+    done = c.post("/v1/ingest", {"path": str(inside), "session_id": "ingested-over-http"})
+    assert done.status_code == 200, done.text
+    data = done.json()
+    assert data["sessions"] == ["ingested-over-http"] and data["messages"] == 5
+    assert data["workspace_id"] == WORKSPACE
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_bytes(inside.read_bytes())
+    escaping = str(ingest_root / ".." / outside.parent.name / outside.name)
+    for path in (str(outside), escaping, "/etc/passwd"):
+        response = c.post("/v1/ingest", {"path": path})
+        assert response.status_code == 403, path
+        assert error_code(response) == "scope"
+    read = client(server, tokens["read"]).post("/v1/ingest", {"path": str(inside)})
+    assert read.status_code == 403 and error_code(read) == "scope"
+    pinned = client(server, tokens["pinned_write"]).post("/v1/ingest", {"path": str(inside)})
+    assert pinned.status_code == 403 and error_code(pinned) == "scope"
+
+
+def test_each_token_has_its_own_request_rate(server: LiveServer, tokens: dict[str, str]) -> None:
+    slow = client(server, tokens["slow"])  # 0.5 requests/s: a burst of 1
+    first = slow.get("/v1/whoami")
+    assert first.status_code == 200
+    refused = slow.get("/v1/whoami")
+    assert refused.status_code == 429 and error_code(refused) == "rate_limited"
+    assert int(refused.headers["Retry-After"]) >= 1
+    # Another token is not held up by this one.
+    assert client(server, tokens["read"]).get("/v1/whoami").status_code == 200
+
+
+def test_a_revoked_token_stops_working(server: LiveServer, http_dsn: str) -> None:
+    with PgSearch.connect(http_dsn) as pg:
+        made = pg.create_token(workspace=WORKSPACE)
+        c = client(server, made.secret)
+        assert c.get("/v1/whoami").status_code == 200
+        revoked = pg.revoke_token(made.token.token_id)
+        assert revoked is not None and revoked.revoked_at is not None
+        assert pg.revoke_token(made.token.token_id) is None
+    response = c.get("/v1/whoami")
+    assert response.status_code == 401 and error_code(response) == "unauthorized"
+
+
+def test_tokens_are_stored_only_as_hashes(http_dsn: str, tokens: dict[str, str]) -> None:
+    import psycopg
+
+    with psycopg.connect(http_dsn) as conn:
+        rows = conn.execute("SELECT * FROM api_tokens").fetchall()
+    text = repr(rows)
+    assert rows
+    for secret in tokens.values():
+        assert secret not in text
+        assert secret.split("_")[2] not in text
+
+
+def test_unknown_paths_and_methods_are_json_errors(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    c = client(server, tokens["read"])
+    missing = c.get("/v1/nothing-here")
+    assert missing.status_code == 404 and error_code(missing) == "not_found"
+    wrong = c.get("/v1/append")
+    assert wrong.status_code == 405 and error_code(wrong) == "method_not_allowed"
+
+
+def test_the_page_and_its_files_are_served_with_a_strict_policy(server: LiveServer) -> None:
+    page = client(server).get("/")
+    assert page.status_code == 200
+    assert "text/html" in page.headers["Content-Type"]
+    assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+    assert '<input id="q"' in page.text
+    for asset in ("/static/app.js", "/static/app.css"):
+        assert client(server).get(asset).status_code == 200
+
+
+def test_openapi_document_is_served(server: LiveServer) -> None:
+    doc = client(server).get("/openapi.json").json()
+    assert doc["openapi"].startswith("3.1")
+    assert "/v1/search" in doc["paths"]
+
+
+def test_rate_limit_buckets_refill_over_time() -> None:
+    from pgsearch.web.limits import RateLimiter
+
+    now = [0.0]
+    limiter = RateLimiter(clock=lambda: now[0])
+    assert [limiter.take("a", 2.0) for _ in range(4)] == [0.0] * 4  # burst: 2 s worth
+    assert limiter.take("a", 2.0) == 0.5
+    now[0] += 0.5
+    assert limiter.take("a", 2.0) == 0.0
+    assert limiter.take("b", 2.0) == 0.0
