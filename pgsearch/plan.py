@@ -406,12 +406,11 @@ def plan_candidates(
 # --- 3b. the direct plan, read before it is known ------------------------------------
 # Most queries need no prefix or typo expansion, and then their plan's reads follow
 # from the vocabulary alone. The store reads them in the same round trip as the
-# vocabulary (`pgsearch.db.reads.direct_candidates`, `direct_fields`), assuming:
-# each word's group holds its terms as written and of the same stem; the candidate
-# statement reads any complete unit, and only when their df sum is at most the
-# candidate cap (so every match is returned); titles and summaries are matched on
-# the words not common among them. The functions below say, once the plan is made,
-# whether those rows are the very rows its own statements would return.
+# vocabulary (`pgsearch.db.reads.direct_candidates`, `direct_fields`), assuming
+# each word's group holds its terms as written and of the same stem; the server
+# then decides as `plan_candidates` and `plan_fields` do. The functions below say,
+# once the plan is made, whether those rows are the very rows its own statements
+# would return.
 
 
 def unit_indexes(query: ParsedQuery) -> tuple[tuple[int, ...], ...]:
@@ -438,29 +437,24 @@ def direct_candidates_hold(
     rows_read: int,
 ) -> bool:
     """Whether the direct candidate rows (`rows_read` of them) are exactly those the
-    plan's candidate statement returns: the same terms, the same match (every unit
-    read is a driver and the other way round, or the single unit holds every word),
-    all matches read, and no more of them than the plan's cap.
+    plan's candidate statement returns.
 
-    The statement reads only when the units' df sum is at most the candidate cap and
-    they are all selective or one unit alone (`pgsearch.db.queries._DIRECT_UNITS`)."""
-    if not is_direct(groups):
+    The direct read (`pgsearch.db.queries._DIRECT_UNITS`) makes this function's choice
+    of strategy on the server from the same vocabulary rows: every word newest first
+    under the same cap, which is the plan's read whenever no unit drives; or any
+    selective unit, which is the plan's read when those are its drivers and all of
+    their matches fit the cap (the direct read returns nothing otherwise)."""
+    if not is_direct(groups) or rows_read > plan.cap:
         return False
-    units = query.units(groups)
-    dfs = [unit_df(u) for u in units]
-    if not units or sum(dfs) > settings.candidate_cap:
-        return False  # not read at all
-    if len(units) > 1 and max(dfs) >= stop_df(stats.n_indexed, settings):
-        return False  # not read either: a stop-like unit never drives beside others
-    if rows_read > plan.cap:
-        return False  # the plan keeps only some of them
-    if plan.strategy == "any_unit":
-        return {_unit_key(u) for u in plan.drivers} == {_unit_key(u) for u in units}
     if plan.strategy in ("all_words", "all_words_newest"):
-        return len({_unit_key(u) for u in units}) == 1 and _unit_key(units[0]) == _unit_key(
-            plan.groups
-        )
-    return False
+        return True
+    if plan.strategy != "any_unit":
+        return False
+    threshold = stop_df(stats.n_indexed, settings)
+    selective = [u for u in query.units(groups) if unit_df(u) < threshold]
+    if sum(unit_df(u) for u in selective) > settings.candidate_cap:
+        return False  # not read
+    return {_unit_key(u) for u in plan.drivers} == {_unit_key(u) for u in selective}
 
 
 def direct_fields_hold(

@@ -407,11 +407,15 @@ WITH q AS (
     FROM e GROUP BY e.i
 )"""
 
-# The units (`u`, complete when each of its words has a term), the df from which a
-# word is stop-like (`t`, `plan.stop_df`) and the OR of the complete units (`s`) with
-# their document frequencies summed and the rows worth reading: every match when
-# all units are selective, one more than the stop-like cap for a single stop-like
-# unit (more than the cap: the plan reads the newest instead), none otherwise.
+# The candidate read of the direct plan, as `plan.plan_candidates` decides it from
+# the units (`u`: complete when each of its words has a term), the df from which a
+# word is stop-like (`t`, `plan.stop_df`) and the selective complete units (`s`):
+# with fewer than two complete units or no selective one, the messages holding every
+# word, newest first, at most the cap (the stop-like cap when nothing is
+# selective); else the messages holding any selective unit, all of them, when their
+# document frequencies sum to at most the cap (none otherwise: the plan reads its
+# own). The plan's rows either way: every match when there are at most cap of them,
+# else the newest.
 _DIRECT_UNITS: LiteralString = """, u AS (
     SELECT u.unit, min(g.df) AS df, string_agg(g.tsq, ' & ') AS tsq,
            count(g.i) = count(*) AS complete
@@ -421,13 +425,24 @@ _DIRECT_UNITS: LiteralString = """, u AS (
 ), t AS (
     SELECT greatest(%(stop_ratio)s::float8 * coalesce(sum(n_indexed), 0)::float8,
                     %(stop_min_df)s) AS df
-    FROM workspace_stats WHERE workspace_id = %(ws)s AND kind <> '~session_fields'
+    FROM workspace_stats WHERE workspace_id = %(ws)s AND kind <> %(fields)s
 ), s AS (
-    SELECT sum(u.df) AS df, string_agg('(' || u.tsq || ')', ' | ')::tsquery AS tsq,
-           CASE WHEN max(u.df) < (SELECT t.df FROM t) THEN %(cap)s
-                WHEN count(*) = 1 THEN least(%(cap)s, %(stop_cap)s) + 1
+    SELECT count(*) FILTER (WHERE u.complete) AS units,
+           count(*) FILTER (WHERE u.complete AND u.df < t.df) AS selective,
+           coalesce(sum(u.df) FILTER (WHERE u.complete AND u.df < t.df), 0) AS selective_df,
+           string_agg('(' || u.tsq || ')', ' | ')
+               FILTER (WHERE u.complete AND u.df < t.df) AS any_unit
+    FROM u CROSS JOIN t
+), p AS (
+    SELECT CASE WHEN s.units < 2 OR s.selective = 0
+                THEN (SELECT string_agg(g.tsq, ' & ') FROM g)
+                ELSE s.any_unit END::tsquery AS tsq,
+           CASE WHEN s.units < 2 OR s.selective = 0
+                THEN CASE WHEN s.selective > 0 THEN %(cap)s
+                          ELSE least(%(cap)s, %(stop_cap)s) END
+                WHEN s.selective_df <= %(cap)s THEN %(cap)s
                 ELSE 0 END AS rows
-    FROM u WHERE u.complete
+    FROM s
 )
 """
 
@@ -435,7 +450,7 @@ _DIRECT_UNITS: LiteralString = """, u AS (
 # titles and summaries (`plan.stop_df`).
 _DIRECT_FIELD_STOP: LiteralString = """, t AS (
     SELECT greatest(%(stop_ratio)s::float8 * coalesce(sum(n_indexed), 0), %(stop_min_df)s) AS df
-    FROM workspace_stats WHERE workspace_id = %(ws)s AND kind = '~session_fields'
+    FROM workspace_stats WHERE workspace_id = %(ws)s AND kind = %(fields)s
 )
 """
 
@@ -443,11 +458,11 @@ _DIRECT_FIELD_STOP: LiteralString = """, t AS (
 FIELDS_STAT = "~session_fields"
 
 SEARCH_STATS = """
-SELECT coalesce(sum(n_indexed) FILTER (WHERE kind <> '~session_fields'), 0),
-       coalesce(sum(total_len) FILTER (WHERE kind <> '~session_fields'), 0),
+SELECT coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0),
+       coalesce(sum(total_len) FILTER (WHERE kind <> %(fields)s), 0),
        coalesce(sum(n_messages) FILTER (WHERE kind = ANY(%(kinds)s::text[])), 0),
-       coalesce(sum(n_indexed) FILTER (WHERE kind = '~session_fields'), 0),
-       coalesce(sum(total_len) FILTER (WHERE kind = '~session_fields'), 0)
+       coalesce(sum(n_indexed) FILTER (WHERE kind = %(fields)s), 0),
+       coalesce(sum(total_len) FILTER (WHERE kind = %(fields)s), 0)
 FROM workspace_stats WHERE workspace_id = %(ws)s
 """
 
@@ -652,10 +667,8 @@ def direct_candidates_sql(
     stop_ratio: float,
     stop_min_df: int,
 ) -> tuple[LiteralString, dict[str, Any]]:
-    """`candidates_sql` for the direct plan (`_DIRECT_TERMS`): messages holding any
-    complete unit of `units` (0-based word indexes), read only when the units'
-    document frequencies sum to at most `cap` (so that every match is returned) and
-    as many as `_DIRECT_UNITS` says are worth reading."""
+    """`candidates_sql` for the direct plan (`_DIRECT_TERMS`, `_DIRECT_UNITS`), with
+    the query's units as 0-based word indexes."""
     sql = (
         _DIRECT_TERMS
         + _DIRECT_UNITS
@@ -664,9 +677,8 @@ def direct_candidates_sql(
         "::text AS tfs, "
         "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
         "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit "
-        "FROM messages m WHERE (SELECT s.df FROM s) <= %(cap)s AND "
-        + _filter_sql(filters, "m")
-        + " AND m.tsv @@ (SELECT s.tsq FROM s) LIMIT (SELECT s.rows FROM s)"
+        "FROM messages m WHERE " + _filter_sql(filters, "m") + " AND m.tsv @@ (SELECT p.tsq FROM p)"
+        " ORDER BY m.created_at DESC, m.session_id, m.seq LIMIT (SELECT p.rows FROM p)"
     )
     params = _filter_params(filters)
     params.update(
@@ -679,6 +691,7 @@ def direct_candidates_sql(
         stop_cap=stop_cap,
         stop_ratio=stop_ratio,
         stop_min_df=stop_min_df,
+        fields=FIELDS_STAT,
     )
     return sql, params
 
@@ -709,6 +722,7 @@ def direct_fields_sql(
         "stems": list(stems),
         "stop_ratio": stop_ratio,
         "stop_min_df": stop_min_df,
+        "fields": FIELDS_STAT,
         "cap": cap + 1,
     }
     if session_id is not None:

@@ -62,7 +62,7 @@ def search_stats(filters: Filters) -> Statement[SearchStats]:
     return Statement(
         "search statistics",
         q.SEARCH_STATS,
-        {"ws": filters.workspace, "kinds": list(filters.kinds)},
+        {"ws": filters.workspace, "kinds": list(filters.kinds), "fields": q.FIELDS_STAT},
         _search_stats,
     )
 

@@ -62,8 +62,17 @@ def test_one_selective_word_is_read_whole_with_the_vocabulary() -> None:
     assert direct_candidates_hold(query, groups, plan, stats, SETTINGS_BIG, rows_read=40)
 
 
-def test_more_matches_than_the_cap_are_never_read_directly() -> None:
+def test_one_common_word_is_read_newest_first_as_the_plan_does() -> None:
     query, groups, plan, stats = _setup("alpha", {"alpha": 4_000}, SETTINGS_BIG, 10_000)
+    assert plan.strategy == "all_words_newest"
+    assert direct_candidates_hold(query, groups, plan, stats, SETTINGS_BIG, rows_read=250)
+
+
+def test_selective_units_beyond_the_cap_are_not_read_directly() -> None:
+    query, groups, plan, stats = _setup(
+        "alpha bravo", {"alpha": 400, "bravo": 700}, SETTINGS_BIG, 100_000
+    )
+    assert plan.strategy == "any_unit_by_coverage"
     assert not direct_candidates_hold(query, groups, plan, stats, SETTINGS_BIG, rows_read=0)
 
 
@@ -81,15 +90,14 @@ def test_a_stop_like_unit_beside_others_is_not_read_directly() -> None:
     assert not direct_candidates_hold(query, groups, plan, stats, SMALL, rows_read=3)
 
 
-def test_a_single_stop_like_unit_holds_only_within_the_stop_cap() -> None:
-    query, groups, plan, stats = _setup("alpha", {"alpha": 9}, SMALL, 20)
-    assert plan.stop_like == () and plan.cap == SMALL.candidate_cap
+def test_stop_like_words_only_are_read_newest_first_under_the_stop_cap() -> None:
     query, groups, plan, stats = _setup("alpha_bravo", {"alpha": 400, "bravo": 8}, SMALL, 1_000)
-    assert plan.strategy in ("all_words", "all_words_newest")
+    assert plan.strategy == "all_words" and plan.cap == SMALL.candidate_cap
     assert direct_candidates_hold(query, groups, plan, stats, SMALL, rows_read=8)
-    query, groups, plan, stats = _setup("alpha_bravo", {"alpha": 400, "bravo": 300}, SMALL, 1_000)
-    assert plan.cap == SMALL.stop_candidate_cap
-    assert not direct_candidates_hold(query, groups, plan, stats, SMALL, rows_read=0)
+    query, groups, plan, stats = _setup("alpha bravo", {"alpha": 400, "bravo": 300}, SMALL, 1_000)
+    assert plan.cap == SMALL.stop_candidate_cap and plan.stop_like == ("alpha", "bravo")
+    assert direct_candidates_hold(query, groups, plan, stats, SMALL, rows_read=4)
+    assert not direct_candidates_hold(query, groups, plan, stats, SMALL, rows_read=5)
 
 
 def test_prefix_and_typo_expansions_are_never_direct() -> None:
@@ -126,30 +134,38 @@ def _matches(doc: frozenset[str], unit: Unit) -> bool:
 def _direct_rows(
     docs: list[frozenset[str]],
     units: tuple[Unit, ...],
+    all_groups: tuple[Group, ...],
     stats: SearchStats,
     config: Settings,
 ) -> list[int]:
-    """What the direct candidate statement returns (`queries._DIRECT_UNITS`)."""
-    if not units:
-        return []
-    dfs = [unit_df(u) for u in units]
-    if sum(dfs) > config.candidate_cap:
-        return []
-    if max(dfs) < stop_df(stats.n_indexed, config):
-        limit = config.candidate_cap
-    elif len(units) == 1:
-        limit = min(config.candidate_cap, config.stop_candidate_cap) + 1
+    """What the direct candidate statement returns (`queries._DIRECT_UNITS`); a
+    document's index is its time, so newest first is highest first."""
+    threshold = stop_df(stats.n_indexed, config)
+    selective = [u for u in units if unit_df(u) < threshold]
+    if len(units) < 2 or not selective:
+        limit = (
+            config.candidate_cap
+            if selective
+            else min(config.candidate_cap, config.stop_candidate_cap)
+        )
+        hits = [i for i, d in enumerate(docs) if _matches(d, all_groups)]
     else:
-        limit = 0
-    hits = [i for i, d in enumerate(docs) if any(_matches(d, u) for u in units)]
-    return hits[:limit]
+        limit = config.candidate_cap if sum(map(unit_df, selective)) <= config.candidate_cap else 0
+        hits = [i for i, d in enumerate(docs) if any(_matches(d, u) for u in selective)]
+    return sorted(hits, reverse=True)[:limit]
 
 
-def _plan_matches(docs: list[frozenset[str]], plan: CandidatePlan) -> list[int]:
-    """Every document the plan's candidate statement matches (before its cap)."""
+def _plan_rows(docs: list[frozenset[str]], plan: CandidatePlan) -> list[int]:
+    """The rows of the plan's own candidate statement (when they are determined)."""
     if plan.strategy in ("all_words", "all_words_newest"):
-        return [i for i, d in enumerate(docs) if _matches(d, plan.drivers[0])]
-    return [i for i, d in enumerate(docs) if any(_matches(d, u) for u in plan.drivers)]
+        hits = [i for i, d in enumerate(docs) if _matches(d, plan.drivers[0])]
+    else:
+        hits = [i for i, d in enumerate(docs) if any(_matches(d, u) for u in plan.drivers)]
+    if plan.strategy == "all_words_newest":
+        return sorted(hits, reverse=True)[: plan.cap]
+    # Unordered with a LIMIT: only determined when every match fits.
+    assert plan.strategy == "any_unit_by_coverage" or len(hits) <= plan.cap
+    return sorted(hits, reverse=True)
 
 
 @settings(max_examples=300, deadline=None)
@@ -184,10 +200,8 @@ def test_accepted_direct_rows_are_the_plans_whole_match_set(
     assert [tuple(g[0].group for g in u) for u in units] == [
         u for u in unit_indexes(query) if all(query.texts[i] in groups for i in u)
     ]
-    direct = _direct_rows(docs, units, stats, config)
+    direct = _direct_rows(docs, units, tuple(groups.values()), stats, config)
     held = direct_candidates_hold(query, groups, plan, stats, config, len(direct))
     event(f"direct rows held: {held}")
     if held:
-        wanted = _plan_matches(docs, plan)
-        assert direct == wanted
-        assert len(wanted) <= plan.cap
+        assert direct == _plan_rows(docs, plan)
