@@ -53,9 +53,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA, Levenshtein
 
-from pgsearch import ranking
+from pgsearch import policy, ranking
 from pgsearch.errors import InvalidQuery
 from pgsearch.normalize import QueryWord, query_words, stem
 from pgsearch.ranking import Corpus, Expansion, Ranked, Scorer
@@ -82,6 +82,11 @@ FUZZY_MIN_CHARS = 5
 ONE_EDIT_MAX_CHARS = 8
 #: Lengths of the words that get prefix expansions.
 PREFIX_CHARS = (3, 4)
+#: Vocabulary terms a query may look up per word the word limit allows. A Latin word
+#: reads its exact, stem and prefix or typo rows; a CJK pair only its exact row, so a
+#: CJK sentence of a few hundred characters costs less than 32 typo lookups
+#: (tests/reliability/test_bounded_work.py runs the largest of each).
+LOOKUPS_PER_WORD = 8
 
 #: The expansions of one word.
 Group = tuple[Expansion, ...]
@@ -137,6 +142,16 @@ class ParsedQuery:
         return tuple(dict.fromkeys(w.text for w in self.words))
 
     @property
+    def searched_words(self) -> int:
+        """Distinct words as the query limit counts them: each word, and each run of
+        CJK characters once (it is searched as one phrase of its pairs)."""
+        runs = {
+            tuple(w.text for w in self.words if w.run == run)
+            for run in {w.run for w in self.words if w.run is not None}
+        }
+        return len({w.text for w in self.words if w.run is None}) + len(runs)
+
+    @property
     def unit_texts(self) -> tuple[tuple[str, ...], ...]:
         """Each distinct unit's distinct words, in order."""
         by_unit: dict[int, list[str]] = {}
@@ -169,13 +184,35 @@ class ParsedQuery:
         )
 
 
+def max_lookups(max_terms: int) -> int:
+    """Most distinct terms a query may look up in the vocabulary (`LOOKUPS_PER_WORD`
+    per word the limit allows)."""
+    return max_terms * LOOKUPS_PER_WORD
+
+
 def parse_query(query: str, *, max_terms: int) -> ParsedQuery:
-    """`query` split into words and phrases; `InvalidQuery` beyond `max_terms` words."""
+    """`query` split into words and phrases, within the limits of the work it makes.
+
+    Two limits, both about work rather than characters: at most `max_terms` distinct
+    words, counting a run of CJK characters as the one phrase it is searched as; and
+    at most `max_lookups(max_terms)` distinct terms to look up, where a word is one
+    term and a CJK run of n characters n - 1 (its overlapping pairs, each an exact
+    lookup and no expansion). `InvalidQuery` names the limit passed.
+    """
     words, phrases = query_words(query)
     parsed = ParsedQuery(words=tuple(words), phrases=tuple(tuple(p) for p in phrases))
-    if len(parsed.texts) > max_terms:
+    searched = parsed.searched_words
+    runs = any(w.run is not None for w in parsed.words)
+    if searched > max_terms:
+        counted = " (a run of CJK characters counts as one)" if runs else ""
         raise InvalidQuery(
-            f"query has {len(parsed.texts)} distinct words; the limit is {max_terms}"
+            f"query has {searched} distinct words{counted}; the limit is {max_terms}"
+        )
+    lookups = len(parsed.texts)
+    if lookups > max_lookups(max_terms):
+        raise InvalidQuery(
+            f"query has {lookups} distinct terms to look up (each pair of adjacent CJK "
+            f"characters is one); the limit is {max_lookups(max_terms)}"
         )
     return parsed
 
@@ -197,9 +234,15 @@ class VocabularyLookup:
     prefix_limit: int = PREFIX_FETCH
     fuzzy_limit: int = FUZZY_FETCH
     trusted_df: int = TRUSTED_DF
+    #: Words found as written fewer times than this still get their neighbours read,
+    #: in case a far more common word one edit away was meant (0: only below
+    #: `trusted_df`).
+    realword_df: int = 0
 
 
-def vocabulary_lookup(query: ParsedQuery) -> VocabularyLookup:
+def vocabulary_lookup(
+    query: ParsedQuery, *, fuzzy_limit: int = FUZZY_FETCH, realword_df: int = 0
+) -> VocabularyLookup:
     """What to read from the vocabulary for `query`'s words."""
     cjk = {w.text for w in query.words if w.cjk}
     texts = query.texts
@@ -211,6 +254,8 @@ def vocabulary_lookup(query: ParsedQuery) -> VocabularyLookup:
             t not in cjk and len(t) >= FUZZY_MIN_CHARS and not any(c.isdigit() for c in t)
             for t in texts
         ),
+        fuzzy_limit=fuzzy_limit,
+        realword_df=realword_df,
     )
 
 
@@ -227,22 +272,31 @@ def fuzzy_targets(lookup: VocabularyLookup, exact_rows: Iterable[VocabRow]) -> t
     """Indexes of the words whose typo expansions are read: the shape allows them and
     the word is found fewer than `trusted_df` times as written."""
     exact_df = _exact_df(exact_rows, len(lookup.words))
-    return tuple(
-        i for i, shaped in enumerate(lookup.fuzzy) if shaped and exact_df[i] < lookup.trusted_df
-    )
+    below = max(lookup.trusted_df, lookup.realword_df)
+    return tuple(i for i, shaped in enumerate(lookup.fuzzy) if shaped and exact_df[i] < below)
 
 
 def choose_expansions(
-    query: ParsedQuery, rows: Sequence[VocabRow], *, max_expansions: int
+    query: ParsedQuery,
+    rows: Sequence[VocabRow],
+    *,
+    max_expansions: int,
+    typo_distance: str = "levenshtein",
+    realword_ratio: float = 0.0,
 ) -> dict[str, Group]:
     """One group of expansions per query word found (words with none left out).
 
     The word as written and its same-stem forms are always kept. Prefix and typo
     terms count only for a word found fewer than `TRUSTED_DF` times; typo terms must
     be one edit away (two from 9 letters), re-checked here because the trigram read
-    is looser, and the nearest, most frequent `max_expansions` are kept. Weights of
-    words typed as one chunk are shared (`ParsedQuery.shares`).
+    is looser, and the nearest, most frequent `max_expansions` are kept; with
+    ``typo_distance="osa"`` a transposition is one edit. With `realword_ratio`, a word found
+    as written `TRUSTED_DF` times or more also gets the typo terms found at least
+    `realword_ratio` times as often as it (a misspelling that recurs in the logs still
+    reaches the word meant). Weights of words typed as one chunk are shared
+    (`ParsedQuery.shares`).
     """
+    edit_distance = OSA.distance if typo_distance == "osa" else Levenshtein.distance
     texts = query.texts
     exact_df = _exact_df(rows, len(texts))
     groups: list[dict[str, Expansion]] = [{} for _ in texts]
@@ -257,6 +311,12 @@ def choose_expansions(
             )
         elif exact_df[i] < TRUSTED_DF:
             later.append(row)
+        elif (
+            realword_ratio > 0
+            and row.how == "fuzzy"
+            and row.df + row.sf >= realword_ratio * exact_df[i]
+        ):
+            later.append(row)
     typos: dict[int, list[tuple[int, int, str, int, int]]] = {}
     for row in later:
         i = row.word_index
@@ -267,7 +327,7 @@ def choose_expansions(
             continue
         word = texts[i]
         allowed = 1 if len(word) <= ONE_EDIT_MAX_CHARS else 2
-        distance = Levenshtein.distance(word, row.term, score_cutoff=allowed)
+        distance = edit_distance(word, row.term, score_cutoff=allowed)
         if distance <= allowed:
             typos.setdefault(i, []).append((distance, -(row.df + row.sf), row.term, row.sf, row.df))
     for i, options in typos.items():
@@ -468,6 +528,22 @@ def direct_fields_hold(
 # --- 4. session titles and summaries -------------------------------------------------
 
 
+Field = Literal["title", "summary"]
+
+
+def alone_fields(kinds: Sequence[str]) -> tuple[Field, ...]:
+    """The session fields whose match is a hit on its own under these kinds.
+
+    A title or summary stands for its session in a search of the default kinds. A
+    search naming other kinds asks for entries of those kinds only: a summary match
+    is then a hit only when ``summary`` is among them, a title match never (a title
+    is no entry of any kind). Either still boosts its session's messages.
+    """
+    if tuple(kinds) == policy.DEFAULT_SEARCH_KINDS:
+        return ("title", "summary")
+    return ("summary",) if policy.SUMMARY in kinds else ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class FieldPlan:
     """Sessions whose title or summary to match: any of the selective words."""
@@ -478,6 +554,8 @@ class FieldPlan:
     terms: tuple[str, ...]
     cap: int
     session_id: str | None = None
+    #: The fields whose match is a hit of its own (`alone_fields`).
+    alone: tuple[Field, ...] = ("title", "summary")
 
 
 def plan_fields(
@@ -497,6 +575,7 @@ def plan_fields(
         terms=tuple(sorted({e.term for g in groups.values() for e in g})),
         cap=settings.candidate_cap,
         session_id=filters.session_id,
+        alone=alone_fields(filters.kinds),
     )
 
 
@@ -508,18 +587,28 @@ class FieldHit:
     boost: float
     score: float
     terms: frozenset[str]
-    matched_in: Literal["title", "summary"]
+    #: The field the hit shows, or None when the session's messages are boosted but
+    #: the match is no hit of its own (the kinds searched exclude it).
+    matched_in: Field | None
+    #: The title holds every word of a query of two or more words, as typed or in
+    #: another form (no typo or prefix guess): the session the user named.
+    whole_title: bool = False
 
 
 def field_hits(
-    rows: Iterable[FieldRow], groups: Sequence[Group], stats: SearchStats
+    rows: Iterable[FieldRow],
+    groups: Sequence[Group],
+    stats: SearchStats,
+    *,
+    alone: Sequence[Field] = ("title", "summary"),
 ) -> dict[str, FieldHit]:
     """Sessions whose title/summary matches, by session id.
 
     The boost grows with how much of the query the field covers, weighting each word
     by its IDF among messages: a title holding every rare word of the query doubles
     its session's hits (a summary triples them), a title sharing only a common word
-    barely moves them.
+    barely moves them. A session found only this way is a hit on the field that
+    matched best among `alone`; with neither field in `alone` it is none.
     """
     scorer = Scorer(groups, Corpus(stats.n_fields, stats.fields_len), use_sf=True)
     n = max(stats.n_indexed, 1)
@@ -542,11 +631,20 @@ def field_hits(
         )
         title_boost = 1 + (ranking.TITLE_BOOST - 1) * in_title / total_weight
         summary_boost = 1 + (ranking.SUMMARY_BOOST - 1) * in_summary / total_weight
+        shown: Field | None = "summary" if summary_boost > title_boost else "title"
+        whole_title = len(groups) >= 2 and all(
+            any(e.term in row.in_title and e.how in ("exact", "stem") for e in g) for g in groups
+        )
+        if whole_title:
+            shown = "title"
+        if shown not in alone:
+            shown = "summary" if "summary" in alone and in_summary else None
         out[row.session_id] = FieldHit(
             boost=max(title_boost, summary_boost),
             score=score,
             terms=frozenset(matched),
-            matched_in="summary" if summary_boost > title_boost else "title",
+            matched_in=shown,
+            whole_title=whole_title,
         )
     return out
 
@@ -557,9 +655,40 @@ def field_hits(
 def orphan_hits(
     candidates: Iterable[CandidateRow], hits: Mapping[str, FieldHit]
 ) -> dict[str, FieldHit]:
-    """The sessions found only by their title or summary (no candidate message)."""
+    """The sessions found only by their title or summary (no candidate message), when
+    that match is a hit of its own."""
     with_messages = {c.session_id for c in candidates}
-    return {sid: hit for sid, hit in hits.items() if sid not in with_messages}
+    return {
+        sid: hit
+        for sid, hit in hits.items()
+        if sid not in with_messages and hit.matched_in is not None
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """How much a hit's surroundings add to its own score (each 0 to leave out)."""
+
+    #: Share of the best neighbouring turn's score added (`ranking.add_context`).
+    context: float = 0.0
+    #: Share of the session's summed best scores added (`ranking.add_session`).
+    session: float = 0.0
+    #: Match weight of a query word naming the message's speaker.
+    speaker: float = 0.0
+    #: Typo expansions of a word absent from the vocabulary keep their own IDF.
+    per_expansion_idf: bool = False
+    #: Session evidence scaled by the share of the query the session covers.
+    session_coverage: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Evidence:
+        return cls(
+            context=settings.context_weight,
+            session=settings.session_weight,
+            speaker=settings.speaker_weight,
+            per_expansion_idf=settings.per_expansion_idf,
+            session_coverage=settings.session_coverage,
+        )
 
 
 def score_candidates(
@@ -568,16 +697,23 @@ def score_candidates(
     stats: SearchStats,
     hits: Mapping[str, FieldHit],
     anchors: Mapping[str, StoredMessage],
+    evidence: Evidence = Evidence(),
 ) -> list[Ranked]:
     """Scored hits: each candidate message (BM25 times the factors of
-    `ranking.message_score`), then each session found only by its title or summary,
-    at the entry `anchors` names for it."""
-    scorer = Scorer(groups, Corpus(stats.n_indexed, stats.total_len))
+    `ranking.message_score`, plus its neighbours' and its session's evidence), then
+    each session found only by its title or summary, at the entry `anchors` names."""
+    scorer = Scorer(
+        groups,
+        Corpus(stats.n_indexed, stats.total_len),
+        per_expansion_idf=evidence.per_expansion_idf,
+        field_weight=evidence.speaker,
+    )
     scored: list[Ranked] = []
     seen: set[str] = set()
     for c in candidates:
         seen.add(c.session_id)
-        base, matched = scorer.score(c.tfs, c.length)
+        speaker = ranking.speaker_terms(c.kind, c.speaker) if evidence.speaker else frozenset()
+        base, matched = scorer.score(c.tfs, c.length, fields=speaker)
         if base <= 0:
             continue
         hit = hits.get(c.session_id)
@@ -591,9 +727,15 @@ def score_candidates(
         if hit is not None:
             matched |= hit.terms
         scored.append(Ranked(c.session_id, c.seq, c.kind, score, c.created_at, frozenset(matched)))
+    if evidence.context:
+        scored = ranking.add_context(scored, evidence.context)
+    if evidence.session:
+        scored = ranking.add_session(
+            scored, evidence.session, scorer if evidence.session_coverage else None
+        )
     for sid, hit in hits.items():
         anchor = anchors.get(sid)
-        if sid in seen or anchor is None:
+        if sid in seen or anchor is None or hit.matched_in is None:
             continue
         scored.append(
             Ranked(
@@ -606,7 +748,25 @@ def score_candidates(
                 matched_in=hit.matched_in,
             )
         )
-    return scored
+    named = {sid for sid, hit in hits.items() if hit.whole_title}
+    return ranking.sessions_first(scored, named) if named else scored
+
+
+#: A query word found as typed (or in another form) in at most this many messages is
+#: rare: a hit holding it is kept whatever its score (see `ranking.rank`).
+RARE_FLOOR_DF = 3
+
+
+def rare_terms(groups: Iterable[Group]) -> frozenset[str]:
+    """The exact and same-stem terms of the query found in at most `RARE_FLOOR_DF`
+    messages: a long message that is the only one holding such a word must not fall
+    under the relative floor because length normalisation shrank its score."""
+    return frozenset(
+        e.term
+        for g in groups
+        for e in g
+        if e.how in ("exact", "stem") and 0 < e.df <= RARE_FLOOR_DF
+    )
 
 
 # --- what --explain shows -------------------------------------------------------------
@@ -658,7 +818,10 @@ class SearchTrace:
             lines.append("  titles/summaries: not searched")
         else:
             words = " | ".join(plan.unit_words(fields.selective))
-            lines.append(f"  titles/summaries: any of {words}, at most {fields.cap}")
+            alone = ", ".join(fields.alone) or "none (they only boost their sessions)"
+            lines.append(
+                f"  titles/summaries: any of {words}, at most {fields.cap}; hits alone: {alone}"
+            )
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:

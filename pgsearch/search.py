@@ -34,6 +34,7 @@ from pgsearch.db.work import Statement, Step, Unit, Work, explained, fetch, fetc
 from pgsearch.excerpt import clip, make_excerpt
 from pgsearch.plan import (
     STOP_MIN_DF,
+    Evidence,
     FieldHit,
     Filters,
     ParsedQuery,
@@ -47,6 +48,7 @@ from pgsearch.plan import (
     parse_query,
     plan_candidates,
     plan_fields,
+    rare_terms,
     score_candidates,
     unit_indexes,
     vocabulary_lookup,
@@ -144,12 +146,15 @@ class SearchEngine:
             after=codec.decode(request.cursor, fingerprint) if request.cursor else None,
         )
         plans: list[str] | None = [] if explain else None
+        # Within one session "the best hit of each session" would be a single hit:
+        # a session scope (pinned or asked for) lists every hit.
+        per_session = request.per_session and filters.session_id is None
         if not request.query.strip():
-            inner = self._browse(filters, request.per_session, paging)
+            inner = self._browse(filters, per_session, paging)
         elif not query.words:
             inner = self._no_words(filters)
         else:
-            inner = self._ranked_search(filters, query, request.per_session, paging)
+            inner = self._ranked_search(filters, query, per_session, paging)
         result, trace = yield from (inner if plans is None else explained(inner, plans))
         if plans is None:
             return result
@@ -165,10 +170,12 @@ class SearchEngine:
     ) -> Work[tuple[SessionQueryResult, SearchTrace]]:
         settings = self.settings
         ws = filters.workspace
-        lookup = vocabulary_lookup(query)
+        lookup = vocabulary_lookup(
+            query, fuzzy_limit=settings.fuzzy_fetch, realword_df=settings.realword_df
+        )
         # One trip: statistics, the scope's size, the words' vocabulary rows, typo
-        # neighbours of the words not found as written, and the reads of the direct
-        # plan (`pgsearch.plan.direct_candidates_hold`).
+        # neighbours of the words not found often enough as written, and the reads of
+        # the direct plan (`pgsearch.plan.direct_candidates_hold`).
         first: list[Statement[Any]] = [reads.search_stats(filters)]
         if not filters.only_kinds:
             first.append(reads.count_in_scope(filters))
@@ -211,7 +218,13 @@ class SearchEngine:
             found += [row for row in got.pop(0) if row.word_index in targets]
         direct_rows: list[CandidateRow] = got.pop(0) if direct else []
         direct_field_rows: list[FieldRow] = got.pop(0) if direct_titles else []
-        groups = choose_expansions(query, found, max_expansions=settings.max_expansions)
+        groups = choose_expansions(
+            query,
+            found,
+            max_expansions=settings.max_expansions,
+            typo_distance=settings.typo_distance,
+            realword_ratio=settings.realword_ratio if settings.realword_df else 0.0,
+        )
         if not groups:
             return SessionQueryResult(matches=(), searched=searched), SearchTrace(
                 mode="unknown_words"
@@ -244,14 +257,21 @@ class SearchEngine:
         assert candidates is not None and field_rows is not None
         fields: dict[str, FieldHit] = {}
         if field_plan is not None:
-            fields = field_hits(field_rows, plan.groups, stats)
+            fields = field_hits(field_rows, plan.groups, stats, alone=field_plan.alone)
         orphans = orphan_hits(candidates, fields)
         anchors: dict[str, StoredMessage] = {}
         if orphans:
             rows = yield from fetch(reads.session_anchors(ws, orphans))
             anchors = {m.session_id: m for m in rows}
-        scored = score_candidates(candidates, plan.groups, stats, fields, anchors)
-        ranked = rank(scored, per_session=per_session, floor=settings.relative_floor)
+        scored = score_candidates(
+            candidates, plan.groups, stats, fields, anchors, Evidence.from_settings(settings)
+        )
+        ranked = rank(
+            scored,
+            per_session=per_session,
+            floor=settings.relative_floor,
+            keep=rare_terms(plan.groups),
+        )
         page, more = page_after(ranked, ranked_position(paging.after), paging.limit)
         result = SessionQueryResult(
             matches=tuple((yield from self._materialise(ws, page, paging))),

@@ -24,21 +24,23 @@ SELECT pg_advisory_xact_lock(hashtextextended(%(ws)s || chr(31) || %(path)s, 726
 """
 
 LOCK_FILE = """
-SELECT size, lines, digest, parser FROM ingested_files
+SELECT size, lines, digest, parser, head_digest, tail_digest FROM ingested_files
 WHERE workspace_id = %(ws)s AND path = %(path)s FOR UPDATE
 """
 
 FILE_RECORDS = """
-SELECT path, size, lines, digest, parser FROM ingested_files
+SELECT path, size, lines, digest, parser, head_digest, tail_digest FROM ingested_files
 WHERE workspace_id = %(ws)s AND path = ANY(%(paths)s::text[])
 """
 
 RECORD_FILE = """
-INSERT INTO ingested_files (workspace_id, path, size, lines, digest, parser, updated_at)
-VALUES (%(ws)s, %(path)s, %(size)s, %(lines)s, %(digest)s, %(parser)s, now())
+INSERT INTO ingested_files
+    (workspace_id, path, size, lines, digest, parser, head_digest, tail_digest, updated_at)
+VALUES (%(ws)s, %(path)s, %(size)s, %(lines)s, %(digest)s, %(parser)s, %(head)s, %(tail)s, now())
 ON CONFLICT (workspace_id, path) DO UPDATE
 SET size = EXCLUDED.size, lines = EXCLUDED.lines, digest = EXCLUDED.digest,
-    parser = EXCLUDED.parser, updated_at = EXCLUDED.updated_at
+    parser = EXCLUDED.parser, head_digest = EXCLUDED.head_digest,
+    tail_digest = EXCLUDED.tail_digest, updated_at = EXCLUDED.updated_at
 """
 
 ENSURE_SESSIONS = """
@@ -230,6 +232,49 @@ SELECT session_id FROM sessions
 WHERE workspace_id = %(ws)s AND source = %(source)s ORDER BY session_id
 """
 
+# Records a file seen at a new path may have been ingested under: those whose first
+# window is this file's, and those of the files its sessions came from.
+MOVED_CANDIDATES = """
+SELECT path, size, lines, digest, parser, head_digest, tail_digest FROM ingested_files
+WHERE workspace_id = %(ws)s AND head_digest = ANY(%(heads)s::text[])
+UNION
+SELECT f.path, f.size, f.lines, f.digest, f.parser, f.head_digest, f.tail_digest
+FROM sessions AS s
+JOIN ingested_files AS f ON f.workspace_id = s.workspace_id AND f.path = s.source
+WHERE s.workspace_id = %(ws)s AND s.session_id = ANY(%(ids)s::text[])
+"""
+
+# A file, or every file under a directory, recorded at `old` is re-homed at `new`:
+# its record, the sessions it gave, their waiting titles and their tombstones.
+RELOCATE_CONFLICTS = """
+SELECT path FROM ingested_files
+WHERE workspace_id = %(ws)s AND (path = %(new)s OR starts_with(path, %(new)s || '/'))
+ORDER BY path LIMIT 5
+"""
+
+RELOCATE: tuple[LiteralString, ...] = (
+    """
+UPDATE ingested_files SET path = %(new)s || substr(path, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (path = %(old)s OR starts_with(path, %(old)s || '/'))
+RETURNING path
+""",
+    """
+UPDATE sessions SET source = %(new)s || substr(source, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (source = %(old)s OR starts_with(source, %(old)s || '/'))
+RETURNING session_id
+""",
+    """
+UPDATE leaf_titles SET source = %(new)s || substr(source, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (source = %(old)s OR starts_with(source, %(old)s || '/'))
+RETURNING leaf_uuid
+""",
+    """
+UPDATE forgotten_sessions SET source = %(new)s || substr(source, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (source = %(old)s OR starts_with(source, %(old)s || '/'))
+RETURNING session_id
+""",
+)
+
 # A session the user forgot stays forgotten: ingest skips its entries (by its id, or
 # by the file it came from) until they are asked for back.
 FORGET_TOMBSTONE = """
@@ -364,7 +409,7 @@ CROSS JOIN LATERAL (
 """
 
 # `EXPAND_FUZZY` for the words whose shape allows typos, keeping those found fewer
-# than `trusted_df` times as written (`plan.fuzzy_targets`): it needs no result of
+# than `below` times as written (`plan.fuzzy_targets`): it needs no result of
 # `EXPAND_EXACT`, so both travel in one round trip.
 EXPAND_FUZZY_UNTRUSTED = """
 SELECT q.i, f.term, f.df, f.sf
@@ -372,7 +417,7 @@ FROM (
     SELECT q.word, q.i FROM unnest(%(words)s::text[]) WITH ORDINALITY AS q(word, i)
     WHERE NOT EXISTS (
         SELECT 1 FROM vocabulary e
-        WHERE e.workspace_id = %(ws)s AND e.term = q.word AND e.df + e.sf >= %(trusted_df)s
+        WHERE e.workspace_id = %(ws)s AND e.term = q.word AND e.df + e.sf >= %(below)s
     )
 ) q
 CROSS JOIN LATERAL (
@@ -613,23 +658,41 @@ def filter_clauses(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     return _filter_sql(filters, "m"), _filter_params(filters)
 
 
-_CANDIDATE_COLUMNS: LiteralString = (
+_CANDIDATE_HEAD: LiteralString = (
     "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
+)
+_CANDIDATE_TAIL: LiteralString = (
+    "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
+    "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
+    "FROM messages m WHERE "
+)
+_CANDIDATE_COLUMNS: LiteralString = (
+    _CANDIDATE_HEAD
     # The query terms' entries of the tsvector (positions give tf): marking them
     # with weight A and filtering on it is a binary search per term in C, far
     # cheaper than unnesting long documents.
-    "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
-    "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
-    "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit "
-    "FROM messages m WHERE "
+    + "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
+    + _CANDIDATE_TAIL
 )
+#: The same columns for the direct plan, whose terms are the ones it read (`e`).
+_DIRECT_CANDIDATE_COLUMNS: LiteralString = (
+    _CANDIDATE_HEAD
+    + "ts_filter(setweight(m.tsv, 'A', (SELECT array_agg(DISTINCT e.term) FROM e)), '{a}')"
+    "::text AS tfs, " + _CANDIDATE_TAIL
+)
+
+#: Newest first: by time, and on equal times (entries without a time of their own
+#: take the one before theirs) the later entry of a session first, so what was
+#: appended last is on top. ``messages_created_idx`` gives the time and session
+#: order; the seq order is an incremental sort within one session's equal times.
+NEWEST_FIRST: LiteralString = "m.created_at DESC, m.session_id, m.seq DESC"
 
 # When more than the cap match, the cap keeps the documents that cover the most
 # IDF-weighted query units (``unit_q``/``unit_w``), newest first on ties.
 _BY_COVERAGE: LiteralString = (
     " ORDER BY (SELECT coalesce(sum(u.w), 0) "
     "FROM unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w) "
-    "WHERE m.tsv @@ u.q) DESC, m.created_at DESC, m.session_id, m.seq"
+    "WHERE m.tsv @@ u.q) DESC, " + NEWEST_FIRST
 )
 
 
@@ -651,7 +714,7 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
             unit_w=[weight for _, weight in plan.coverage],
         )
     elif plan.newest_first:
-        sql += " ORDER BY m.created_at DESC, m.session_id, m.seq"
+        sql += " ORDER BY " + NEWEST_FIRST
     return sql + " LIMIT %(cap)s", params
 
 
@@ -672,13 +735,11 @@ def direct_candidates_sql(
     sql = (
         _DIRECT_TERMS
         + _DIRECT_UNITS
-        + "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
-        "ts_filter(setweight(m.tsv, 'A', (SELECT array_agg(DISTINCT e.term) FROM e)), '{a}')"
-        "::text AS tfs, "
-        "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
-        "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit "
-        "FROM messages m WHERE " + _filter_sql(filters, "m") + " AND m.tsv @@ (SELECT p.tsq FROM p)"
-        " ORDER BY m.created_at DESC, m.session_id, m.seq LIMIT (SELECT p.rows FROM p)"
+        + _DIRECT_CANDIDATE_COLUMNS
+        + _filter_sql(filters, "m")
+        + " AND m.tsv @@ (SELECT p.tsq FROM p) ORDER BY "
+        + NEWEST_FIRST
+        + " LIMIT (SELECT p.rows FROM p)"
     )
     params = _filter_params(filters)
     params.update(
@@ -745,7 +806,8 @@ def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
 def browse_sql(
     filters: Filters, *, per_session: bool, after: BrowsePosition | None, limit: int
 ) -> tuple[LiteralString, dict[str, Any]]:
-    """Newest entries in scope (optionally the newest per session), keyset-paged."""
+    """Newest entries in scope (optionally the newest per session), keyset-paged in
+    `NEWEST_FIRST` order after the position ``after``."""
     sql: LiteralString = (
         "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at FROM messages m WHERE "
         + _filter_sql(filters, "m")
@@ -755,7 +817,8 @@ def browse_sql(
     if after is not None:
         sql += (
             " AND (m.created_at < %(c_time)s OR (m.created_at = %(c_time)s"
-            " AND (m.session_id, m.seq) > (%(c_sid)s, %(c_seq)s)))"
+            " AND (m.session_id > %(c_sid)s OR (m.session_id = %(c_sid)s"
+            " AND m.seq < %(c_seq)s))))"
         )
         params.update(c_time=after[0], c_sid=after[1], c_seq=after[2])
     if per_session:
@@ -764,7 +827,7 @@ def browse_sql(
             + _filter_sql(filters, "n", session=False)
             + " AND n.session_id = m.session_id AND n.seq > m.seq)"
         )
-    sql += " ORDER BY m.created_at DESC, m.session_id, m.seq LIMIT %(limit)s"
+    sql += " ORDER BY " + NEWEST_FIRST + " LIMIT %(limit)s"
     return sql, params
 
 

@@ -115,7 +115,7 @@ def expand_fuzzy(
 
 
 def _candidate(row: Sequence[Any]) -> CandidateRow:
-    sid, seq, kind, role, created_at, length, tfs, phrase_hit = row
+    sid, seq, kind, role, created_at, length, tfs, phrase_hit, speaker = row
     return CandidateRow(
         session_id=sid,
         seq=seq,
@@ -125,6 +125,7 @@ def _candidate(row: Sequence[Any]) -> CandidateRow:
         length=length,
         tfs=parse_tf(tfs),
         phrase_hit=bool(phrase_hit),
+        speaker=speaker,
     )
 
 
@@ -230,16 +231,17 @@ def browse(
 def expand_untrusted_typos(
     workspace: str, lookup: VocabularyLookup, shaped: Sequence[int]
 ) -> Statement[VocabRow]:
-    """`expand_fuzzy` for the words `shaped` indexes, each only when it is found fewer
-    than `trusted_df` times as written: independent of `expand_exact`, so it travels
-    with it."""
+    """`expand_fuzzy` for the words `shaped` indexes, each only when it is found as
+    written fewer times than `plan.fuzzy_targets` reads neighbours for: independent
+    of `expand_exact`, so it travels with it."""
     return Statement(
         "expand typos",
         q.EXPAND_FUZZY_UNTRUSTED,
         {
             "ws": workspace,
             "words": [lookup.words[i] for i in shaped],
-            "trusted_df": lookup.trusted_df,
+            # As `plan.fuzzy_targets`: found fewer times than this as written.
+            "below": max(lookup.trusted_df, lookup.realword_df),
             "fuzzy_limit": lookup.fuzzy_limit,
         },
         lambda r: VocabRow(

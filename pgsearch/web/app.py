@@ -76,6 +76,9 @@ ERROR_CODES = {
 DEFAULT_RATE = 50.0
 #: Tokens remembered at most (a flood of distinct tokens only costs lookups).
 TOKEN_CACHE_SIZE = 10_000
+#: Failed token checks a client address may cause per second: each costs a lookup,
+#: so guessing (or a misconfigured client) cannot load the database.
+FAILED_AUTH_RATE = 20.0
 
 STATIC = resources.files("pgsearch.web") / "static"
 #: The page runs only its own scripts and styles and talks only to this origin.
@@ -190,7 +193,11 @@ class Api:
 
     # --- authentication ---------------------------------------------------------------
 
-    async def caller(self, request: Request, *, write: bool = False) -> Caller:
+    async def caller(
+        self, request: Request, *, write: bool = False, params: tuple[str, ...] = ()
+    ) -> Caller:
+        """Who sent `request` (else 401/403/429); query parameters beyond `params`
+        (and ``workspace_id``) are refused, so a misspelt one never goes unnoticed."""
         caller = await self._identify(request)
         wait = self.limiter.take(caller.key, caller.rate)
         if wait > 0:
@@ -199,6 +206,7 @@ class Api:
                 f"this token may make {caller.rate:g} requests per second; retry in {wait:.2f} s",
                 headers={"Retry-After": str(max(1, round(wait + 0.5)))},
             )
+        inputs.check_params(request.query_params, params)
         inputs.check_workspace_field(request.query_params.get("workspace_id"), caller.scope)
         if write and not caller.can_write:
             raise ApiError(
@@ -236,8 +244,17 @@ class Api:
             )
         token = self.tokens.get(secret)
         if token is None:
+            address = request.client.host if request.client else "unknown"
+            wait = self.limiter.peek("failed:" + address, FAILED_AUTH_RATE)
+            if wait > 0:
+                raise ApiError(
+                    "rate_limited",
+                    f"too many failed token checks from {address}; retry in {wait:.2f} s",
+                    headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+                )
             token = await self.db.authenticate(secret)
             if token is None:
+                self.limiter.take("failed:" + address, FAILED_AUTH_RATE)
                 raise ApiError(
                     "unauthorized", "the token is unknown or was revoked", headers=challenge
                 )
@@ -252,15 +269,25 @@ class Api:
 
     # --- handlers ---------------------------------------------------------------------
 
-    async def around(self, request: Request) -> Response:
+    async def search(self, request: Request) -> Response:
         caller = await self.caller(request)
+        body = await _json_body(request, inputs.MAX_SEARCH_BODY)
+        query, capped = inputs.search_request(body, caller.scope)
+        result = await self._provider(caller).search(query)
+        data = result.to_json()
+        if capped:
+            data["limit_capped"] = {"limit": query.limit}
+        return JSONResponse(data)
+
+    async def around(self, request: Request) -> Response:
+        caller = await self.caller(request, params=("seq", "before", "after"))
         seq, before, after = inputs.around_params(request.query_params)
         session = _session_param(request)
         window = await self._provider(caller).around(session, seq, before=before, after=after)
         return JSONResponse(window.to_json())
 
     async def messages(self, request: Request) -> Response:
-        caller = await self.caller(request)
+        caller = await self.caller(request, params=("start_seq", "limit"))
         start, limit = inputs.page_params(request.query_params)
         session = _session_param(request)
         window = await self._provider(caller).session_messages(
@@ -279,7 +306,7 @@ class Api:
         return JSONResponse(info.to_json())
 
     async def sessions(self, request: Request) -> Response:
-        caller = await self.caller(request)
+        caller = await self.caller(request, params=("limit", "offset"))
         limit, offset = inputs.sessions_params(request.query_params)
         scope = caller.scope
         if scope.session_id is not None:
@@ -482,6 +509,7 @@ def create_app(
         route("/healthz", api.healthz, "GET"),
         route("/openapi.json", api.openapi, "GET"),
         route("/v1/whoami", api.whoami, "GET"),
+        route("/v1/search", api.search, "POST"),
         route("/v1/sessions", api.sessions, "GET"),
         route("/v1/sessions/{session_id:path}/around", api.around, "GET"),
         route("/v1/sessions/{session_id:path}/messages", api.messages, "GET"),

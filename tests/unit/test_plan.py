@@ -15,6 +15,7 @@ from pgsearch.plan import (
     STOP_MIN_DF,
     TRUSTED_DF,
     CandidatePlan,
+    Evidence,
     Filters,
     ParsedQuery,
     SearchTrace,
@@ -25,6 +26,7 @@ from pgsearch.plan import (
     parse_query,
     plan_candidates,
     plan_fields,
+    rare_terms,
     score_candidates,
     vocabulary_lookup,
 )
@@ -456,3 +458,187 @@ def test_the_trace_shows_strategy_drivers_expansions_and_stop_like_words() -> No
     assert data["drivers"] == [["databse"], ["cluster"]]
     assert data["expansions"]["databse"][0]["distance"] == 1
     assert "browse" in SearchTrace(mode="browse").describe()
+
+
+def test_a_japanese_sentence_counts_its_cjk_runs_as_phrases() -> None:
+    sentence = (
+        "昨日の会議で決まった新しいデータベースの移行手順を確認してから本番環境に反映してください"
+    )
+    assert len(sentence) >= 37
+    query = parse(sentence)  # 44 characters, 43 pairs: one run, one phrase
+    assert query.searched_words == 1
+    assert len(query.texts) == len(set(sentence[i : i + 2] for i in range(len(sentence) - 1)))
+    mixed = parse("東京タワー、写真 deploy 大阪城")
+    assert mixed.searched_words == 4  # three runs and one word
+
+
+def test_query_limits_count_work_not_characters() -> None:
+    config = Settings(max_query_terms=4)
+    parse_query("東京タワーの写真を送ってください a b c", max_terms=4)
+    with pytest.raises(InvalidQuery, match=r"5 distinct words \(a run of CJK characters"):
+        parse_query("東京 大阪 京都 奈良 神戸", max_terms=config.max_query_terms)
+    run = "".join(chr(0x4E00 + i) for i in range(33))  # 32 distinct pairs: the limit
+    parse_query(run, max_terms=4)
+    with pytest.raises(InvalidQuery, match=r"33 distinct terms to look up .* the limit is 32"):
+        parse_query(run + "丁", max_terms=4)
+
+
+def test_kind_filters_decide_whether_a_title_or_summary_match_is_a_hit() -> None:
+    from pgsearch.plan import alone_fields
+
+    assert alone_fields(("user_text", "assistant_text", "tool_input", "tool_error")) == (
+        "title",
+        "summary",
+    )
+    assert alone_fields(("summary",)) == ("summary",)
+    assert alone_fields(("user_text",)) == ()
+    query = parse("kubernetes ingress")
+    groups = tuple(
+        choose_expansions(
+            query, known(query, {"kubernetes": 2, "ingress": 2}), max_expansions=8
+        ).values()
+    )
+    rows = [
+        FieldRow(
+            session_id="titled",
+            field_len=3,
+            tfs={"kubernetes": 1, "ingress": 1},
+            in_title=frozenset({"kubernetes", "ingress"}),
+        ),
+        FieldRow(
+            session_id="both",
+            field_len=6,
+            tfs={"kubernetes": 2, "ingress": 1},
+            in_title=frozenset({"kubernetes", "ingress"}),
+            in_summary=frozenset({"kubernetes"}),
+        ),
+    ]
+    every = field_hits(rows, groups, stats(100, n_fields=10))
+    assert {sid: h.matched_in for sid, h in every.items()} == {"titled": "title", "both": "title"}
+    summaries = field_hits(rows, groups, stats(100, n_fields=10), alone=("summary",))
+    assert {sid: h.matched_in for sid, h in summaries.items()} == {
+        "titled": None,
+        "both": "summary",
+    }
+    assert summaries["titled"].boost == every["titled"].boost  # still boosts its messages
+    assert list(orphan_hits([], summaries)) == ["both"]
+    none = field_hits(rows, groups, stats(100, n_fields=10), alone=())
+    assert orphan_hits([], none) == {}
+    anchor = StoredMessage(
+        session_id="titled",
+        seq=0,
+        entry_id=None,
+        kind="user_text",
+        role="user",
+        turn=0,
+        tool_name=None,
+        created_at=T0,
+        content="hello",
+        arguments="",
+    )
+    assert score_candidates([], groups, stats(100), none, {"titled": anchor}) == []
+
+
+# --- typos in dense vocabularies, evidence and titles --------------------------------
+
+
+def test_a_transposition_is_one_edit_with_osa() -> None:
+    query = parse("gruop")
+    rows = [row(query, "gruop", "group", 50, how="fuzzy")]
+    assert "gruop" not in choose_expansions(query, rows, max_expansions=8)
+    osa = choose_expansions(query, rows, max_expansions=8, typo_distance="osa")
+    (expansion,) = osa["gruop"]
+    assert (expansion.term, expansion.distance, expansion.weight) == ("group", 1, ranking.FUZZY_1)
+
+
+def test_a_recurring_misspelling_still_reaches_the_common_word() -> None:
+    # "recieve" is itself written in 4 messages; "receive" in 400.
+    query = parse("recieve invoice")
+    rows = [
+        row(query, "recieve", "recieve", 4),
+        row(query, "recieve", "receive", 400, how="fuzzy"),
+        row(query, "recieve", "relieve", 6, how="fuzzy"),
+        row(query, "invoice", "invoice", 30),
+    ]
+    plain = choose_expansions(query, rows, max_expansions=8)
+    assert [e.term for e in plain["recieve"]] == ["recieve"]
+    groups = choose_expansions(
+        query, rows, max_expansions=8, typo_distance="osa", realword_ratio=10.0
+    )
+    by_term = {e.term: e for e in groups["recieve"]}
+    # The common spelling joins as a typo expansion; the rarer neighbour does not.
+    assert set(by_term) == {"recieve", "receive"}
+    assert by_term["recieve"].weight == ranking.EXACT
+    assert by_term["receive"].weight == ranking.FUZZY_1
+
+
+def test_neighbours_are_read_for_words_below_the_realword_df() -> None:
+    query = parse("recieve configuration")
+    lookup = vocabulary_lookup(query, realword_df=20)
+    exact = [row(query, "recieve", "recieve", 4), row(query, "configuration", "configuration", 90)]
+    assert fuzzy_targets(lookup, exact) == (0,)
+    assert fuzzy_targets(vocabulary_lookup(query), exact) == ()
+
+
+def test_typing_a_session_title_brings_that_session_first() -> None:
+    query = parse("nightly backup rotation")
+    dfs = {"nightly": 30, "backup": 60, "rotation": 25}
+    groups = tuple(choose_expansions(query, known(query, dfs), max_expansions=8).values())
+    titles = [
+        FieldRow(
+            session_id="named",
+            field_len=3,
+            tfs=dict.fromkeys(dfs, 1),
+            in_title=frozenset(dfs),
+        ),
+        FieldRow(
+            session_id="partly",
+            field_len=4,
+            tfs={"backup": 1},
+            in_title=frozenset({"backup"}),
+        ),
+    ]
+    hits = field_hits(titles, groups, stats(1_000, n_fields=50))
+    assert hits["named"].whole_title and not hits["partly"].whole_title
+    rows = [
+        # Another session's message holding every word, twice, and said by the user.
+        candidate("chatty", 2, {"nightly": 2, "backup": 2, "rotation": 2}),
+        candidate("named", 9, {"backup": 1}, role="assistant", kind="assistant_text"),
+    ]
+    scored = score_candidates(rows, groups, stats(1_000, n_fields=50), hits, {})
+    ranked = ranking.rank(scored, per_session=True)
+    assert [h.session_id for h in ranked] == ["named", "chatty"]
+
+
+def test_rare_terms_are_exact_words_in_few_messages() -> None:
+    query = parse("xmlsec1 signature failed")
+    rows = [
+        row(query, "xmlsec1", "xmlsec1", 1),
+        row(query, "signature", "signature", 3),
+        row(query, "signature", "signatures", 2, how="stem"),
+        row(query, "failed", "failed", 900),
+    ]
+    groups = choose_expansions(query, rows, max_expansions=8).values()
+    assert rare_terms(groups) == {"xmlsec1", "signature", "signatures"}
+
+
+def test_neighbouring_turns_and_the_speaker_add_evidence() -> None:
+    query = parse("caroline adoption")
+    dfs = {"caroline": 60, "adoption": 4}
+    groups = tuple(choose_expansions(query, known(query, dfs), max_expansions=8).values())
+    rows = [
+        candidate("s1", 3, {"adoption": 1}, speaker="Caroline"),
+        candidate("s1", 4, {"caroline": 1}, role="assistant", kind="assistant_text"),
+        candidate("s2", 8, {"adoption": 1}, speaker="Melanie"),
+    ]
+    plain = {
+        (h.session_id, h.seq): h.score for h in score_candidates(rows, groups, stats(1_000), {}, {})
+    }
+    assert plain[("s1", 3)] == pytest.approx(plain[("s2", 8)])
+    evidence = Evidence(context=0.3, speaker=1.0)
+    scored = {
+        (h.session_id, h.seq): h.score
+        for h in score_candidates(rows, groups, stats(1_000), {}, {}, evidence)
+    }
+    assert scored[("s1", 3)] > scored[("s2", 8)]
+    assert scored[("s1", 4)] > plain[("s1", 4)]
