@@ -62,7 +62,6 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "no_realword": {"realword_df": 0},
     # Tuning (not ablations): other weights and limits.
     "session_0.1": {"session_weight": 0.1},
-    "session_coverage": {"session_coverage": True},
     "trigram_0.2": {"trigram_threshold": 0.2},
     "session_0.5": {"session_weight": 0.5},
     "context_0.5": {"context_weight": 0.5},

@@ -92,9 +92,6 @@ class Settings:
     #: Share of the session's evidence (its best hits' scores summed) added to each
     #: of its hits' scores; 0 disables.
     session_weight: float = 0.3
-    #: The session's evidence scaled by the share of the query its hits cover
-    #: together (words answered in different turns of one session add up).
-    session_coverage: bool = False
     #: Match weight of a query word naming a message's speaker (the ``name`` of a
     #: user or assistant message); 0 disables.
     speaker_weight: float = 1.0
