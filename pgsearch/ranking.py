@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Literal
 
 from pgsearch import policy
@@ -183,7 +184,13 @@ def speaker_terms(kind: str, speaker: str | None) -> frozenset[str]:
     """The search terms of a user or assistant message's speaker name (else none)."""
     if not speaker or kind not in (policy.USER_TEXT, policy.ASSISTANT_TEXT):
         return frozenset()
-    return frozenset(tokenize(speaker))
+    return _name_terms(speaker)
+
+
+@lru_cache(maxsize=4096)
+def _name_terms(name: str) -> frozenset[str]:
+    """A name's terms (a workspace has few speakers, and every candidate asks)."""
+    return frozenset(tokenize(name))
 
 
 def add_context(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
