@@ -20,11 +20,12 @@ from functools import partial
 from types import TracebackType
 from typing import Any
 
-from pgsearch import windows
+from pgsearch import tokens, windows
 from pgsearch.api import (
     _roots,
     forget_unit,
     pooled_settings,
+    session_info_unit,
     sessions_unit,
     stats_unit,
     table_sizes_unit,
@@ -33,7 +34,7 @@ from pgsearch.api import (
 from pgsearch.db import store
 from pgsearch.db.store import AsyncDriver, DriverConfig, Unit, router_for
 from pgsearch.ingest import FileResult, Ingestor
-from pgsearch.rows import TableSize
+from pgsearch.rows import ApiToken, TableSize
 from pgsearch.search import SearchEngine
 from pgsearch.settings import Settings
 from pgsearch.types import (
@@ -106,12 +107,13 @@ class AsyncPgSearch:
         roots: Sequence[str | os.PathLike[str]] | None = None,
         format: str = "auto",
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> FileResult:
         """As `PgSearch.ingest_file`. The file is read, parsed and indexed in a worker
         thread, against its record as last stored; the write is one transaction on
         this object's pool (which reads the file again only if another writer changed
         its record in between)."""
-        ws, given, real = await asyncio.to_thread(
+        ws, given, real, pin = await asyncio.to_thread(
             partial(
                 self._ingestor.locate,
                 path,
@@ -137,6 +139,8 @@ class AsyncPgSearch:
             records.get(str(real)),
             session_id,
             format,
+            include_forgotten,
+            pin,
         )
         return await self._driver.run(unit)
 
@@ -188,6 +192,44 @@ class AsyncPgSearch:
 
     async def table_sizes(self) -> list[TableSize]:
         return await self._driver.run(table_sizes_unit(citus=self._driver.citus))
+
+    async def session_info(self, *, workspace: str, session_id: str) -> SessionInfo | None:
+        return await self._driver.run(session_info_unit(workspace, session_id))
+
+    async def schema_versions(self) -> list[str]:
+        """The revisions the database records (`store.HEAD_REVISION` when current)."""
+        return await self._driver.run(
+            Unit(
+                work=store.schema_versions,
+                workspace=None,
+                write=False,
+                context="reading the schema revision",
+            )
+        )
+
+    # --- API tokens (`pgsearch serve`) -----------------------------------------------
+
+    async def authenticate(self, secret: str) -> ApiToken | None:
+        """The live token `secret` is, or None (malformed, unknown or revoked)."""
+        unit = tokens.lookup_unit(secret)
+        return None if unit is None else await self._driver.run(unit)
+
+    async def create_token(
+        self,
+        *,
+        workspace: str,
+        session_id: str | None = None,
+        write: bool = False,
+        rate: float | None = None,
+        label: str | None = None,
+    ) -> tokens.NewToken:
+        secret, unit = tokens.create_unit(
+            workspace, session_id=session_id, write=write, rate=rate, label=label
+        )
+        return tokens.NewToken(secret=secret, token=await self._driver.run(unit))
+
+    async def revoke_token(self, token_id: str) -> ApiToken | None:
+        return await self._driver.run(tokens.revoke_unit(token_id))
 
 
 class AsyncProvider:

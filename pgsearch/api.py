@@ -32,12 +32,14 @@ from pgsearch.types import (
     Window,
     WorkspaceStats,
 )
-from pgsearch.validate import check_workspace
+from pgsearch.validate import check_key, check_workspace
 
 __all__ = ["PgSearch", "Provider", "SessionInfo", "WorkspaceStats"]
 
 if TYPE_CHECKING:
     from pgsearch.ingest import FileResult, Ingestor, IngestReport
+    from pgsearch.rows import ApiToken
+    from pgsearch.tokens import NewToken
 
 
 def pooled_settings(dsn: str | None, settings: Settings | None, pool_size: int | None) -> Settings:
@@ -70,6 +72,18 @@ def sessions_unit(workspace: str, limit: int, offset: int) -> Unit[list[SessionI
         workspace=workspace,
         write=False,
         context="listing sessions",
+    )
+
+
+def session_info_unit(workspace: str, session_id: str) -> Unit[SessionInfo | None]:
+    workspace = check_workspace(workspace)
+    check_key("session_id", session_id)
+    return Unit(
+        work=partial(store.session_info, workspace, session_id),
+        workspace=workspace,
+        write=False,
+        search=True,
+        context="reading a session",
     )
 
 
@@ -150,17 +164,20 @@ class PgSearch:
         *,
         create: bool = False,
         downgrade: bool = False,
+        distribute: bool = False,
     ) -> str | None:
         """Upgrade the schema of `dsn` (default: settings) to `revision`.
 
         With `create`, the database itself is created first when it does not exist.
         With `downgrade`, the schema goes down to `revision` instead; a `revision` on
         the wrong side of the current one is refused with what to run instead.
+        With `distribute`, a schema whose tables are local is then distributed over
+        the Citus cluster the database belongs to, rows included (`pgsearch.db.citus`).
         """
         target = Settings.from_env().dsn if dsn is None else dsn
         if create:
             migrations.create_database(target)
-        return migrations.migrate(target, revision, downgrade=downgrade)
+        return migrations.migrate(target, revision, downgrade=downgrade, distribute=distribute)
 
     def close(self) -> None:
         """Close the pool (waits for calls in flight to return their connections)."""
@@ -183,13 +200,15 @@ class PgSearch:
         roots: Sequence[str | os.PathLike[str]] | None = None,
         format: str = "auto",
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> FileResult:
         """Ingest one session file (one transaction); raises `IngestError`.
 
         `format`: ``auto`` (detected per file), ``openai``, ``claude-code``,
         ``codex``, ``gemini`` or ``opencode``. With `workspace_from_cwd`, an agent log
         goes to the workspace named by its working directory (`workspace` when it
-        names none; `FileResult.no_cwd` then says so).
+        names none; `FileResult.no_cwd` then says so). A session forgotten with
+        `forget` stays forgotten unless `include_forgotten` brings it back.
         """
         return self._ingestor.ingest_file(
             path,
@@ -198,6 +217,7 @@ class PgSearch:
             roots=_roots(roots),
             format=format,
             workspace_from_cwd=workspace_from_cwd,
+            include_forgotten=include_forgotten,
         )
 
     def ingest_paths(
@@ -209,6 +229,7 @@ class PgSearch:
         on_file: Callable[[FileResult], None] | None = None,
         format: str = "auto",
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> IngestReport:
         """Ingest files and directories (the session files of every format pgsearch
         reads, `pgsearch.sources`); bad files are reported, not raised."""
@@ -219,7 +240,17 @@ class PgSearch:
             on_file=on_file,
             format=format,
             workspace_from_cwd=workspace_from_cwd,
+            include_forgotten=include_forgotten,
         )
+
+    def relocate(
+        self, *, workspace: str, old: str | os.PathLike[str], new: str | os.PathLike[str]
+    ) -> int:
+        """Tell pgsearch that what it ingested from `old` (a file or a directory) now
+        lives at `new`, so that ingesting `new` reads on instead of refusing its
+        sessions. Returns how many file records moved. A moved file is also
+        recognised by its content when it is ingested at its new path."""
+        return self._driver.run(self._ingestor.relocate(workspace=workspace, old=old, new=new))
 
     def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
         """Append messages to a session; they are searchable when this returns."""
@@ -228,7 +259,12 @@ class PgSearch:
         )
 
     def forget(self, *, workspace: str, session_id: str | None = None) -> int:
-        """Delete a session (or a whole workspace); statistics follow. Returns messages deleted."""
+        """Delete a session (or a whole workspace); statistics follow. Returns messages deleted.
+
+        A forgotten session stays forgotten when its file is ingested again (or
+        watched); ``ingest_file(..., include_forgotten=True)`` brings it back.
+        Forgetting a whole workspace removes everything, so its files can be
+        ingested afresh."""
         return self._driver.run(forget_unit(workspace, session_id))
 
     # --- reading ------------------------------------------------------------------
@@ -278,6 +314,42 @@ class PgSearch:
     def table_sizes(self) -> list[TableSize]:
         """Table and index bytes of pgsearch's tables."""
         return self._driver.run(table_sizes_unit(citus=self._driver.citus))
+
+    def session_info(self, *, workspace: str, session_id: str) -> SessionInfo | None:
+        """One session as `sessions` lists it; None when it does not exist."""
+        return self._driver.run(session_info_unit(workspace, session_id))
+
+    # --- API tokens (`pgsearch serve`) -----------------------------------------------
+
+    def create_token(
+        self,
+        *,
+        workspace: str,
+        session_id: str | None = None,
+        write: bool = False,
+        rate: float | None = None,
+        label: str | None = None,
+    ) -> NewToken:
+        """A new bearer token bound to `workspace` (and `session_id`); its secret is
+        in the result and nowhere else."""
+        from pgsearch import tokens
+
+        secret, unit = tokens.create_unit(
+            workspace, session_id=session_id, write=write, rate=rate, label=label
+        )
+        return tokens.NewToken(secret=secret, token=self._driver.run(unit))
+
+    def tokens(self, *, workspace: str | None = None) -> list[ApiToken]:
+        """Every token (of `workspace`), revoked ones included, oldest first."""
+        from pgsearch import tokens
+
+        return self._driver.run(tokens.list_unit(workspace))
+
+    def revoke_token(self, token_id: str) -> ApiToken | None:
+        """Revoke a token by its id; None when no live token has that id."""
+        from pgsearch import tokens
+
+        return self._driver.run(tokens.revoke_unit(token_id))
 
 
 class Provider:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from pgsearch import adapters, embedded, policy
-from pgsearch.errors import IngestError, PgSearchError
+from pgsearch.errors import ConfigError, IngestError, PgSearchError
 from pgsearch.settings import Settings
 from pgsearch.terminal import json_safe, terminal_safe
 from pgsearch.types import (
@@ -199,19 +199,38 @@ def _time(value: str | None, name: str) -> datetime | None:
     is_flag=True,
     help="Go down to --revision (dropping what later revisions added).",
 )
+@click.option(
+    "--distribute",
+    is_flag=True,
+    help="Then distribute a single-node schema over Citus, with its data "
+    "(the citus extension and its workers must be set up; see docs/scale-out.md).",
+)
 @pass_ctx
 @handle_errors
-def migrate(ctx: Context, revision: str, create: bool, downgrade: bool) -> None:
+def migrate(ctx: Context, revision: str, create: bool, downgrade: bool, distribute: bool) -> None:
     """Create or upgrade the pgsearch schema (run this in deploys)."""
     from pgsearch.api import PgSearch
 
-    current = PgSearch.migrate(ctx.settings().dsn, revision, create=create, downgrade=downgrade)
+    if distribute and downgrade:
+        raise click.UsageError("--distribute and --downgrade cannot be combined")
+    current = PgSearch.migrate(
+        ctx.settings().dsn, revision, create=create, downgrade=downgrade, distribute=distribute
+    )
     _echo(f"schema at revision {current}")
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @workspace_option
+@click.option(
+    "--relocate",
+    nargs=2,
+    type=click.Path(path_type=str),
+    default=None,
+    metavar="OLD NEW",
+    help="What was ingested from OLD (a file or directory) now lives at NEW: re-home it, "
+    "then ingest NEW (or the PATHS given).",
+)
 @click.option(
     "--root",
     "roots",
@@ -236,6 +255,11 @@ def migrate(ctx: Context, revision: str, create: bool, downgrade: bool) -> None:
     "(--workspace for files that name none).",
 )
 @click.option(
+    "--include-forgotten",
+    is_flag=True,
+    help="Bring back sessions removed with `pgsearch forget` (they stay forgotten otherwise).",
+)
+@click.option(
     "--watch",
     is_flag=True,
     help="Keep running: ingest files as they appear and grow, until Ctrl-C.",
@@ -257,8 +281,10 @@ def ingest(
     quiet: bool,
     fmt: str,
     workspace_from_cwd: bool,
+    include_forgotten: bool,
     watch: bool,
     interval: float,
+    relocate: tuple[str, str] | None,
 ) -> None:
     """Ingest session files, or directories holding them.
 
@@ -273,7 +299,21 @@ def ingest(
 
     With --watch, files are polled and re-ingested as they grow (a rewritten file is
     re-read whole); Ctrl-C stops and prints a summary.
+
+    A session removed with `pgsearch forget` stays forgotten when its file is
+    ingested or watched again; --include-forgotten brings it back.
+
+    A file that moved (its directory renamed) is recognised by its content at the
+    new path; --relocate OLD NEW says so explicitly for a whole tree.
     """
+    if relocate:
+        old, new = relocate
+        with ctx.open() as pg:
+            moved = pg.relocate(workspace=workspace, old=old, new=new)
+        _echo(f"relocated {moved} files from {old} to {new}", err=True)
+        paths = paths or (new,)
+    if not paths:
+        _fail("give the session files or directories to ingest")
     if watch:
         _watch(
             ctx,
@@ -282,6 +322,7 @@ def ingest(
             roots=roots,
             fmt=fmt,
             workspace_from_cwd=workspace_from_cwd,
+            include_forgotten=include_forgotten,
             interval=interval,
             quiet=quiet,
         )
@@ -321,6 +362,7 @@ def ingest(
                     on_file=tick,
                     format=fmt,
                     workspace_from_cwd=workspace_from_cwd,
+                    include_forgotten=include_forgotten,
                 )
             for line in errors:
                 _echo(f"pgsearch: {line}", err=True)
@@ -332,6 +374,7 @@ def ingest(
                 on_file=note,
                 format=fmt,
                 workspace_from_cwd=workspace_from_cwd,
+                include_forgotten=include_forgotten,
             )
     _echo(report.summary())
     if report.errors:
@@ -609,7 +652,12 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
 @pass_ctx
 @handle_errors
 def forget(ctx: Context, workspace: str, session_id: str | None, yes: bool) -> None:
-    """Delete a session (or a whole workspace) and update statistics."""
+    """Delete a session (or a whole workspace) and update statistics.
+
+    A forgotten session stays forgotten: ingesting or watching its file again skips
+    it, until `pgsearch ingest --include-forgotten`. Forgetting a whole workspace
+    removes everything of it; ingesting its files again starts afresh.
+    """
     if (
         session_id is None
         and not yes
@@ -680,8 +728,12 @@ def mcp_command(ctx: Context, dsn: str | None, workspace: str, session_id: str |
 
     if dsn:
         ctx.dsn = dsn
+    # Opened once here so that a wrong DSN, a schema out of date or a bad scope fail
+    # before the protocol starts (the embedded server is also migrated by it).
     with ctx.open() as pg:
-        mcp_server.serve_stdio(pg.provider(workspace=workspace, session_id=session_id))
+        pg.provider(workspace=workspace, session_id=session_id)
+        settings = pg.settings
+    mcp_server.serve_stdio(settings, workspace=workspace, session_id=session_id)
 
 
 @main.command("tool-schema")
@@ -709,10 +761,14 @@ def _watch(
     roots: Sequence[str],
     fmt: str,
     workspace_from_cwd: bool,
+    include_forgotten: bool,
     interval: float,
     quiet: bool,
 ) -> None:
-    """`pgsearch ingest --watch`: poll until Ctrl-C (or SIGTERM), then print a summary."""
+    """`pgsearch ingest --watch`: poll until Ctrl-C (or SIGTERM), then print a summary.
+
+    With `include_forgotten`, the first pass over each file brings its forgotten
+    sessions back; later passes leave what is forgotten afterwards forgotten."""
     import signal
     from pathlib import Path
 
@@ -727,14 +783,18 @@ def _watch(
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with ctx.open() as pg:
+            seen: set[Path] = set()
 
             def ingest_one(path: Path) -> FileResult:
+                first = path not in seen
+                seen.add(path)
                 return pg.ingest_file(
                     path,
                     workspace=workspace,
                     roots=roots or None,
                     format=fmt,
                     workspace_from_cwd=workspace_from_cwd,
+                    include_forgotten=include_forgotten and first,
                 )
 
             def note(result: FileResult) -> None:
@@ -935,3 +995,207 @@ def doctor(ctx: Context, as_json: bool) -> None:
             _echo("no problems found")
     if problems:
         sys.exit(1)
+
+
+# --- serving over HTTP ----------------------------------------------------------------
+
+#: The only addresses `serve --open` (no token) listens on.
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port."
+)
+@click.option(
+    "--open",
+    "open_mode",
+    is_flag=True,
+    help="Local single-user mode: no token, the scope given by -w/--session, "
+    "listening on 127.0.0.1 only.",
+)
+@click.option("--workspace", "-w", default=None, help="The workspace of --open mode.")
+@click.option("--session", "session_id", default=None, help="Pin --open mode to one session.")
+@click.option("--write", is_flag=True, help="In --open mode, allow appends and ingests.")
+@click.option("--append", "enable_append", is_flag=True, help="Serve POST /v1/append.")
+@click.option(
+    "--ingest-root",
+    "ingest_roots",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=str),
+    help="Serve POST /v1/ingest for files under this directory (repeatable).",
+)
+@click.option(
+    "--rate",
+    default=None,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Requests per second of a token that names no rate (default 50).",
+)
+@click.option(
+    "--token-cache",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds a checked token is trusted before it is looked up again "
+    "(a revocation takes effect within this time).",
+)
+@click.option("--pool-size", default=None, type=click.IntRange(1), help="Database connections.")
+@pass_ctx
+@handle_errors
+def serve(
+    ctx: Context,
+    host: str,
+    port: int,
+    open_mode: bool,
+    workspace: str | None,
+    session_id: str | None,
+    write: bool,
+    enable_append: bool,
+    ingest_roots: Sequence[str],
+    rate: float | None,
+    token_cache: float,
+    pool_size: int | None,
+) -> None:
+    """Serve the HTTP API (/v1/...) and the search page (/) until Ctrl-C.
+
+    Every API call needs a bearer token (`pgsearch token create`), which pins the
+    workspace, optionally one session, and read or read/write. With --open there is
+    no token: one person on this machine, one workspace, 127.0.0.1 only.
+    Needs the optional web packages: pip install 'pgsearch[http]'.
+    """
+    from pathlib import Path
+
+    from pgsearch.types import Scope
+    from pgsearch.validate import check_workspace
+
+    if open_mode:
+        if workspace is None:
+            raise ConfigError("--open serves one workspace: name it with -w/--workspace")
+        if host not in LOOPBACK:
+            raise ConfigError(
+                f"--open serves without tokens, so it listens on 127.0.0.1 only, not {host!r}"
+            )
+        open_scope: Scope | None = Scope(
+            workspace=check_workspace(workspace), session_id=session_id
+        )
+    else:
+        if workspace is not None or session_id is not None or write:
+            raise ConfigError(
+                "-w, --session and --write belong to --open mode; "
+                "without it the token names the scope"
+            )
+        open_scope = None
+    try:
+        import uvicorn
+
+        from pgsearch.web.app import DEFAULT_RATE, ServeConfig, create_app
+    except ImportError as exc:
+        raise ConfigError(
+            f"`pgsearch serve` needs the web packages ({exc.name}): pip install 'pgsearch[http]'"
+        ) from None
+    config = ServeConfig(
+        open_scope=open_scope,
+        open_write=write,
+        enable_append=enable_append,
+        ingest_roots=tuple(Path(r).resolve() for r in ingest_roots),
+        default_rate=rate or DEFAULT_RATE,
+        token_cache_seconds=token_cache,
+    )
+    settings = ctx.settings()
+    if pool_size is not None:
+        settings = settings.with_(pool_max=pool_size, pool_min=min(settings.pool_min, pool_size))
+    # Checked (and, for the private embedded database, migrated) before listening,
+    # so that a wrong DSN or an old schema fails here with its message.
+    ctx.open().close()
+    app = create_app(config, settings=settings)
+    mode = f"open mode, workspace {open_scope.workspace!r}" if open_scope else "token mode"
+    shown = f"[{host}]" if ":" in host else host
+    _echo(f"pgsearch: serving on http://{shown}:{port}/ ({mode}); Ctrl-C stops", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+
+
+@main.group()
+def token() -> None:
+    """Bearer tokens of `pgsearch serve`: create, list, revoke."""
+
+
+@token.command("create")
+@workspace_option
+@click.option("--session", "session_id", default=None, help="Bind the token to one session.")
+@click.option("--write", is_flag=True, help="Allow appends and ingests (default: read only).")
+@click.option(
+    "--rate",
+    default=None,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Requests per second (default: the server's).",
+)
+@click.option("--label", default=None, help="A note to recognise the token by.")
+@click.option("--json", "as_json", is_flag=True, help="Print the token and its record as JSON.")
+@pass_ctx
+@handle_errors
+def token_create(
+    ctx: Context,
+    workspace: str,
+    session_id: str | None,
+    write: bool,
+    rate: float | None,
+    label: str | None,
+    as_json: bool,
+) -> None:
+    """Make a token; it is printed once and only its hash is stored."""
+    with ctx.open() as pg:
+        made = pg.create_token(
+            workspace=workspace, session_id=session_id, write=write, rate=rate, label=label
+        )
+    if as_json:
+        _echo_json({"token": made.secret, **made.token.to_json()})
+        return
+    _echo(made.secret)
+    scope = f"workspace {made.token.workspace_id!r}"
+    if made.token.session_id:
+        scope += f", session {made.token.session_id!r}"
+    rights = "read/write" if made.token.can_write else "read only"
+    _echo(
+        f"pgsearch: token {made.token.token_id} for {scope}, {rights}; "
+        "it is shown only now: keep it",
+        err=True,
+    )
+
+
+@token.command("list")
+@click.option("--workspace", "-w", default=None, help="Only tokens of this workspace.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@pass_ctx
+@handle_errors
+def token_list(ctx: Context, workspace: str | None, as_json: bool) -> None:
+    """List tokens (never their secrets), revoked ones included."""
+    with ctx.open() as pg:
+        rows = pg.tokens(workspace=workspace)
+    if as_json:
+        _echo_json([t.to_json() for t in rows])
+        return
+    if not rows:
+        _echo("no tokens")
+    for t in rows:
+        state = f"revoked {t.revoked_at.isoformat(timespec='seconds')}" if t.revoked_at else "live"
+        rights = "write" if t.can_write else "read"
+        rate = f"{t.rate_per_second:g}/s" if t.rate_per_second else "-"
+        _echo(
+            f"{t.token_id}\t{t.workspace_id}\t{t.session_id or '*'}\t{rights}\t{rate}\t"
+            f"{state}\t{t.label or ''}"
+        )
+
+
+@token.command("revoke")
+@click.argument("token_id")
+@pass_ctx
+@handle_errors
+def token_revoke(ctx: Context, token_id: str) -> None:
+    """Revoke a token by its id (servers stop accepting it within --token-cache seconds)."""
+    with ctx.open() as pg:
+        revoked = pg.revoke_token(token_id)
+    if revoked is None:
+        _fail(f"no live token {token_id!r}")
+        return
+    _echo(f"revoked token {revoked.token_id} of workspace {revoked.workspace_id!r}")

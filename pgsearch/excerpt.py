@@ -5,16 +5,22 @@ arguments and output left out), centred on the first matched term, measured and
 cut in UTF-8 bytes on character boundaries, with matched words marked ``**like
 this**``. Typo and stem expansions count as matches, so ``databse`` marks
 ``database``.
+
+The work is bounded by the excerpt, not the entry: a long text is scanned for its
+first match block by block (`SCAN_BLOCK_CHARS`), a block read only when its
+normalised form holds a matched term, and the excerpt is cut from a slice of a few
+times its size around that match. Text of ASCII characters only is matched by one
+regular expression instead of word by word.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
-from functools import cache
+from collections.abc import Iterable, Sequence
+from functools import cache, lru_cache
 
-from pgsearch.normalize import MAX_TERM_CHARS, is_cjk, normalize, tokenize
+from pgsearch.normalize import LETTER_FOLD, MAX_TERM_CHARS, is_cjk, normalize, tokenize
 
 MARK_OPEN = "**"
 MARK_CLOSE = "**"
@@ -23,9 +29,8 @@ _SPACE_RE = re.compile(r"\s+")
 
 
 @cache
-def _word_re() -> re.Pattern[str]:
-    """Letters and digits with any combining marks inside (``e`` + U+0301, Indic vowel
-    signs): `normalize` drops such marks and keeps the word whole, so must we."""
+def _marks() -> str:
+    """A character class body of every combining mark (category M)."""
     # All marks but 240 variation selectors lie below U+20000; one scan is ~25 ms.
     ranges: list[list[int]] = []
     for cp in range(0x20000):
@@ -34,8 +39,38 @@ def _word_re() -> re.Pattern[str]:
                 ranges[-1][1] = cp
             else:
                 ranges.append([cp, cp])
-    marks = "".join(f"{chr(a)}-{chr(b)}" for a, b in ranges) + "\U000e0100-\U000e01ef"
-    return re.compile(f"[^\\W_](?:[^\\W_]|[{marks}])*")
+    return "".join(f"{chr(a)}-{chr(b)}" for a, b in ranges) + "\U000e0100-\U000e01ef"
+
+
+@cache
+def _word_re() -> re.Pattern[str]:
+    """Letters and digits with any combining marks inside (``e`` + U+0301, Indic vowel
+    signs): `normalize` drops such marks and keeps the word whole, so must we."""
+    return re.compile(f"[^\\W_](?:[^\\W_]|[{_marks()}])*")
+
+
+@cache
+def _head_re() -> re.Pattern[str]:
+    """The letters, digits and marks from a position on (the rest of a word)."""
+    return re.compile(f"(?:[^\\W_]|[{_marks()}])*")
+
+
+@cache
+def _tail_re() -> re.Pattern[str]:
+    """The letters, digits and marks up to the end of the searched range."""
+    return re.compile(f"(?:[^\\W_]|[{_marks()}])*\\Z")
+
+
+@cache
+def _strip_marks_re() -> re.Pattern[str]:
+    return re.compile(f"[{_marks()}]+")
+
+
+def _loose(text: str) -> str:
+    """A cheap fold for `_may_hold`: decomposed, case-folded, marks dropped, letters
+    folded. A word's normalised form, so folded, lies within its text so folded."""
+    decomposed = unicodedata.normalize("NFKD", text).casefold()
+    return _strip_marks_re().sub("", decomposed).translate(LETTER_FOLD)
 
 
 def utf8_len(text: str) -> int:
@@ -50,15 +85,41 @@ def truncate_bytes(text: str, max_bytes: int) -> str:
     return raw[:max_bytes].decode("utf-8", "ignore")
 
 
-def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
-    """Character spans of `text` whose words normalise to one of `terms`."""
-    wanted = set(terms)
-    if not wanted:
-        return []
+#: Text longer than this is scanned for its first match block by block of this
+#: many characters, instead of being matched whole.
+SCAN_BLOCK_CHARS = 4096
+#: A block boundary moves at most this far to fall between two words.
+_WORD_REACH = 256
+#: How far `match_spans` looks for the ends of a word holding non-ASCII characters.
+_LONG_REACH = 4096
+#: Most characters `first_match` matches word by word; a text whose blocks keep
+#: looking like matches without holding one gets an excerpt from its start.
+MAX_MATCHED_CHARS = 65_536
+
+
+@lru_cache(maxsize=256)
+def _ascii_re(terms: frozenset[str]) -> re.Pattern[str] | None:
+    """The words of ASCII text that `match_spans` marks for `terms`, as one pattern: a
+    word equal to a term (case-insensitive), or starting with a term of the longest
+    kept length (longer words are indexed by that prefix)."""
+    exact = sorted((t for t in terms if t.isascii() and len(t) < MAX_TERM_CHARS), key=len)
+    prefixes = sorted(t for t in terms if t.isascii() and len(t) >= MAX_TERM_CHARS)
+    parts = [re.escape(t) + "(?![A-Za-z0-9])" for t in reversed(exact)]
+    parts += [re.escape(t) + "[A-Za-z0-9]*" for t in prefixes]
+    if not parts:
+        return None
+    return re.compile("(?<![A-Za-z0-9])(?:" + "|".join(parts) + ")", re.IGNORECASE)
+
+
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]+")
+
+
+def _word_spans(text: str, wanted: frozenset[str], start: int, end: int) -> list[tuple[int, int]]:
+    """`match_spans` of ``text[start:end]`` word by word (words lie wholly inside)."""
     spans: list[tuple[int, int]] = []
-    for m in _word_re().finditer(text):
+    for m in _word_re().finditer(text, start, end):
         word = m.group()
-        if word.isascii():  # the common case: one token, the word lower-cased
+        if word.isascii():  # one token, the word lower-cased
             if word.lower()[:MAX_TERM_CHARS] in wanted:
                 spans.append((m.start(), m.end()))
             continue
@@ -72,6 +133,46 @@ def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
             continue
         if any(tok in wanted for tok in tokenize(word)):
             spans.append((m.start(), m.end()))
+    return spans
+
+
+def _word_start(text: str, i: int, floor: int) -> int:
+    """Where the word holding position `i` starts (not before `floor`, at most
+    `_LONG_REACH` back): the nearest words are looked at first."""
+    reach = 64
+    while True:
+        lo = max(i - reach, floor)
+        tail = _tail_re().search(text, lo, i)
+        start = i if tail is None else tail.start()
+        if start > lo or lo == floor or reach >= _LONG_REACH:
+            return start
+        reach *= 8
+
+
+def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
+    """Character spans of `text` whose words normalise to one of `terms`.
+
+    The words around non-ASCII characters are matched one by one; the ASCII text
+    between them by one pattern (`_ascii_re`), which marks the same words.
+    """
+    wanted = frozenset(terms)
+    if not wanted:
+        return []
+    pattern = _ascii_re(wanted)
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for run in _NON_ASCII_RE.finditer(text):
+        if run.end() <= pos:
+            continue
+        lo = _word_start(text, run.start(), pos)
+        head = _head_re().match(text, run.end(), run.end() + _LONG_REACH)
+        hi = run.end() if head is None else head.end()
+        if pattern is not None and lo > pos:
+            spans.extend(m.span() for m in pattern.finditer(text, pos, lo))
+        spans.extend(_word_spans(text, wanted, lo, hi))
+        pos = hi
+    if pattern is not None and pos < len(text):
+        spans.extend(m.span() for m in pattern.finditer(text, pos))
     return _merge(spans)
 
 
@@ -85,15 +186,84 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
+def _in_word(ch: str) -> bool:
+    return ch.isalnum() or unicodedata.category(ch).startswith("M")
+
+
+def _word_boundary(text: str, i: int, step: int, *, reach: int = _WORD_REACH) -> int:
+    """`i` moved by `step` (at most `reach` times) to a place between two words."""
+    for _ in range(reach):
+        if i <= 0 or i >= len(text) or not (_in_word(text[i - 1]) and _in_word(text[i])):
+            return i
+        i += step
+    return i
+
+
+def first_match(text: str, terms: Iterable[str]) -> int | None:
+    """Where the first word of `text` matching `terms` starts, reading block by block
+    and matching only the blocks whose normalised text holds a term; None if none."""
+    wanted = frozenset(terms)
+    if not wanted:
+        return None
+    ascii_terms = tuple(t for t in wanted if t.isascii())
+    other_terms = tuple(t for t in wanted if not t.isascii())
+    start = 0
+    matched = 0
+    while start < len(text) and matched < MAX_MATCHED_CHARS:
+        end = _word_boundary(text, min(start + SCAN_BLOCK_CHARS, len(text)), 1)
+        block = text[start:end]
+        if _may_hold(block, ascii_terms, other_terms):
+            matched += len(block)
+            spans = match_spans(block, wanted)
+            if spans:
+                return start + spans[0][0]
+        start = end
+    return None
+
+
+def _may_hold(block: str, ascii_terms: Sequence[str], other_terms: Sequence[str]) -> bool:
+    """Whether some word of `block` could normalise to one of the terms: a term is in
+    a cheaply folded form of it (a necessary condition, not a sufficient one)."""
+    if block.isascii():
+        low = block.lower()
+        return any(t in low for t in ascii_terms)
+    if ascii_terms:
+        # Decomposed, lower-cased, folded, then every character but ASCII dropped:
+        # ``Pokémon`` reads ``pokemon``, ``Straße`` ``strasse``.
+        key = unicodedata.normalize("NFKD", block).lower().translate(LETTER_FOLD)
+        folded = key.encode("ascii", "ignore").decode("ascii")
+        if any(t in folded for t in ascii_terms):
+            return True
+    if other_terms:
+        key = _loose(block)
+        return any(_loose(t) in key for t in other_terms)
+    return False
+
+
 def make_excerpt(text: str, terms: Iterable[str], max_bytes: int) -> str:
-    """At most `max_bytes` of `text` around the first match, matches marked."""
+    """At most `max_bytes` of `text` around the first match, matches marked.
+
+    A text longer than `SCAN_BLOCK_CHARS` is cut from a slice around its first match
+    (`first_match`), so the cost does not grow with the text.
+    """
+    wanted = frozenset(terms)
+    more_before = more_after = False
+    if len(text) > SCAN_BLOCK_CHARS:
+        anchor = first_match(text, wanted) or 0
+        # An excerpt holds at most `max_bytes` characters, a third of them before
+        # its match; the slice leaves room for whitespace that collapses.
+        lo = _word_boundary(text, max(anchor - max_bytes - _WORD_REACH, 0), -1)
+        hi = _word_boundary(text, min(anchor + 2 * max_bytes + _WORD_REACH, len(text)), 1)
+        more_before, more_after = lo > 0, hi < len(text)
+        text = text[lo:hi]
     # Composed (NFC) so that a decomposed word (``e`` + U+0301, Hangul jamo) is cut
     # into the same pieces `normalize` sees; canonically equivalent, so it reads alike.
     flat = unicodedata.normalize("NFC", _SPACE_RE.sub(" ", text).strip())
     if not flat:
         return ""
-    spans = match_spans(flat, terms)
-    if utf8_len(flat) + len(spans) * 4 <= max_bytes:
+    spans = match_spans(flat, wanted)
+    whole = not (more_before or more_after)
+    if whole and utf8_len(flat) + len(spans) * 4 <= max_bytes:
         return _mark(flat, spans, 0, len(flat))
     budget = max(max_bytes - 2 * utf8_len(ELLIPSIS), 16)
     anchor = best_anchor(flat, spans, budget)
@@ -127,8 +297,8 @@ def make_excerpt(text: str, terms: Iterable[str], max_bytes: int) -> str:
         if space > start + (end - start) // 2:
             end = space
     body = _mark(flat, [s for s in spans if s[0] >= start and s[1] <= end], start, end)
-    prefix = ELLIPSIS if start > 0 else ""
-    suffix = ELLIPSIS if end < len(flat) else ""
+    prefix = ELLIPSIS if start > 0 or more_before else ""
+    suffix = ELLIPSIS if end < len(flat) or more_after else ""
     return truncate_bytes(prefix + body.strip() + suffix, max_bytes)
 
 

@@ -51,7 +51,7 @@ from pgsearch.errors import ConfigError, IngestError
 from pgsearch.indexing import IndexedText, index_entry, index_session_fields
 from pgsearch.messages import Entry, entry_from_object
 from pgsearch.settings import Settings
-from pgsearch.sources import find_sources, read_source
+from pgsearch.sources import Pin, find_sources, open_source, read_source
 from pgsearch.types import MAX_ID_CHARS
 from pgsearch.validate import check_workspace
 
@@ -90,6 +90,12 @@ class FileResult:
     rewritten: bool = False
     #: A workspace from the working directory was asked for, but the file names none.
     no_cwd: bool = False
+    #: Entries of sessions the user forgot, not stored (`include_forgotten` stores them).
+    forgotten: int = 0
+    #: Sessions forgotten earlier that this ingest brought back (`include_forgotten`).
+    restored: list[str] = field(default_factory=list)
+    #: The path the file was ingested from before it moved here (recognised by content).
+    moved_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +110,43 @@ class Resume:
     unchanged: bool = False
 
 
+#: Bytes at each end of what was read from a file that its record keeps a digest of.
+#: A grown file whose first and last `FILE_WINDOW` bytes of the recorded length are
+#: unchanged is read on from there, without hashing (or reading) what lies between;
+#: the first window also finds a file that moved (`Ingestor._moved_from`).
+FILE_WINDOW = 64 * 1024
+
+
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def file_windows(data: bytes, size: int) -> tuple[str, str, str]:
+    """The record digests of the first `size` bytes of `data`: (digest, head, tail).
+
+    `digest` names the read part (its windows and length) in one value."""
+    head = _digest(data[: min(size, FILE_WINDOW)])
+    tail = _digest(data[max(0, size - FILE_WINDOW) : size])
+    return _digest(f"{head}:{tail}:{size}".encode()), head, tail
+
+
+def same_prefix(data: bytes, record: FileRecord) -> bool:
+    """Whether `data` still starts with what `record` says was read of it.
+
+    Records since migration 0005 keep digests of both ends of the part read
+    (`file_windows`); older ones a digest of all of it, checked once.
+    """
+    if record.size > len(data):
+        return False
+    if record.head_digest is None or record.tail_digest is None:
+        return _digest(data[: record.size]) == record.digest
+    _, head, tail = file_windows(data, record.size)
+    return (head, tail) == (record.head_digest, record.tail_digest)
+
+
+def _record(path: str, data: bytes, parsed: Parsed, parser: str) -> FileRecord:
+    digest, head, tail = file_windows(data, parsed.consumed)
+    return FileRecord(path, parsed.consumed, parsed.lines, digest, parser, head, tail)
 
 
 def resume_point(
@@ -114,17 +155,18 @@ def resume_point(
     """Where the unread part of `data` starts, given what was recorded for the file.
 
     The file is read on from the recorded length when it still starts with the
-    recorded bytes and was read by the same `parser`; else it is read whole as a
-    rewrite. A document format is read whole on any change. When the last pass read
-    a final line that had no newline yet, the bytes after it must end that line
-    (spaces, then the newline): anything else means the line was rewritten.
+    recorded bytes (`same_prefix`: its first and last `FILE_WINDOW` bytes) and was
+    read by the same `parser`; else it is read whole as a rewrite. A document format
+    is read whole on any change. When the last pass read a final line that had no
+    newline yet, the bytes after it must end that line (spaces, then the newline):
+    anything else means the line was rewritten.
     """
     if record is None:
         return Resume(0, 0)
     same_parser = record.parser == parser or (
         record.parser is None and parser.startswith(f"{adapters.OPENAI}/")
     )
-    if not same_parser or record.size > len(data) or _digest(data[: record.size]) != record.digest:
+    if not same_parser or not same_prefix(data, record):
         return Resume(0, 0, rewrite=True)
     if record.size == len(data):
         return Resume(record.size, record.lines, unchanged=True)
@@ -158,6 +200,8 @@ class _Prepared:
     #: The file no longer starts with the bytes ingested before: forget its sessions.
     rewrite: bool = False
     unchanged: bool = False
+    #: SHA-256 of the file's first `FILE_WINDOW` bytes (a record's `head_digest`).
+    head: str = ""
 
 
 @dataclass(slots=True)
@@ -168,6 +212,11 @@ class IngestReport:
     messages: int = 0
     skipped: int = 0
     bad_lines: int = 0
+    #: Entries of forgotten sessions not stored, and sessions brought back.
+    forgotten: int = 0
+    restored: int = 0
+    #: Files recognised at a new path and re-homed.
+    moved: int = 0
     errors: list[IngestError] = field(default_factory=list)
     warnings: list[IngestError] = field(default_factory=list)
     #: Files that named no working directory, by the workspace they went to.
@@ -182,6 +231,9 @@ class IngestReport:
         self.messages += result.messages
         self.skipped += result.skipped
         self.bad_lines += result.bad_lines
+        self.forgotten += result.forgotten
+        self.restored += len(result.restored)
+        self.moved += result.moved_from is not None
         self.warnings.extend(result.warnings)
         if result.no_cwd and result.error is None:
             self.no_cwd[result.workspace] = self.no_cwd.get(result.workspace, 0) + 1
@@ -194,6 +246,15 @@ class IngestReport:
             f"{self.messages} messages added, {self.skipped} already stored, "
             f"{self.bad_lines} bad lines skipped, {len(self.errors)} errors"
         )
+        if self.forgotten:
+            text += (
+                f"; {self.forgotten} entries of forgotten sessions not stored "
+                "(--include-forgotten brings them back)"
+            )
+        if self.restored:
+            text += f"; {self.restored} forgotten sessions brought back"
+        if self.moved:
+            text += f"; {self.moved} moved files recognised at their new path"
         if self.unreadable:
             text += f"; {len(self.unreadable)} unreadable directories"
         for ws, count in sorted(self.no_cwd.items()):
@@ -226,14 +287,18 @@ def project_of(cwd: str) -> str:
     return match.group(1) if match else cwd
 
 
-def workspace_of(real: Path, shown: str, format: str, fallback: str) -> tuple[str, bool]:
+def workspace_of(
+    real: Path, shown: str, format: str, fallback: str, pin: Pin | None = None
+) -> tuple[str, bool]:
     """The workspace an agent log's working directory names, else `fallback`; and
     whether it fell back because the file names no working directory."""
     try:
-        with real.open("rb") as fh:
+        fd, _ = open_source(real, shown=shown, pin=pin)
+        with os.fdopen(fd, "rb") as fh:
             head = fh.read(_HEAD_BYTES)
         if head.lstrip()[:1] in (b"{", b"[") and next(head_objects(head, 1), None) is None:
-            head = read_source(real, shown=shown).data  # one JSON document: read it whole
+            # One JSON document: read it whole.
+            head = read_source(real, shown=shown, pin=pin).data
     except (OSError, IngestError):
         return fallback, False  # reading the file again reports the error
     fmt = adapters.resolve_format(format, head, path=shown)
@@ -254,6 +319,20 @@ def find_jsonl(
     """Files named directly, plus the session files of every format under
     directories (`pgsearch.sources.find_sources`; unreadable ones go to `problems`)."""
     return find_sources(paths, problems)
+
+
+def pin_confined(real: Path, roots: Sequence[Path] | None, *, shown: str) -> Pin | None:
+    """With `roots`, the identity of the confined file, which the file read later must
+    have (`pgsearch.sources.open_source`); a file with other hard links is refused."""
+    return Pin.of(real, shown=shown) if roots else None
+
+
+def _absolute(path: str | os.PathLike[str]) -> Path:
+    """`path` as ingest records it: absolute, symlinks of the parts that exist resolved."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError) as exc:
+        raise IngestError(f"cannot resolve the path: {exc}", path=str(path)) from None
 
 
 def confine(path: Path, roots: Sequence[Path] | None) -> Path:
@@ -298,6 +377,7 @@ class Ingestor:
         record: FileRecord | None,
         session_id: str | None,
         format: str = adapters.AUTO,
+        pin: Pin | None = None,
     ) -> _Prepared:
         """Read and parse the new part of a file and index its entries (no database).
 
@@ -306,7 +386,7 @@ class Ingestor:
         a file of another program must not be remembered as ingested.
         """
         shown = str(given)
-        source = read_source(real, shown=shown)
+        source = read_source(real, shown=shown, pin=pin)
         data = source.data
         fmt = adapters.resolve_format(format, data, path=shown)
         adapter = adapters.ADAPTERS[fmt]
@@ -338,13 +418,7 @@ class Ingestor:
             )
             for e in parsed.entries
         ]
-        done = FileRecord(
-            str(real),
-            parsed.consumed,
-            parsed.lines,
-            _digest(data[: parsed.consumed]),
-            adapter.parser,
-        )
+        done = _record(str(real), data, parsed, adapter.parser)
         return _Prepared(
             shown,
             real,
@@ -358,6 +432,7 @@ class Ingestor:
             parsed,
             format=fmt,
             rewrite=resume.rewrite,
+            head=_digest(data[:FILE_WINDOW]),
         )
 
     @staticmethod
@@ -395,13 +470,23 @@ class Ingestor:
         prepared: _Prepared | None,
         format: str = adapters.AUTO,
         no_cwd: bool = False,
+        include_forgotten: bool = False,
+        pin: Pin | None = None,
     ) -> Unit[FileResult]:
         """Write one prepared file in one transaction (re-preparing if it went stale)."""
 
         def work() -> Work[FileResult]:
             deltas = Deltas()
             result = yield from self._write_file(
-                workspace, given, real, session_id, prepared, format, deltas
+                workspace,
+                given,
+                real,
+                session_id,
+                prepared,
+                format,
+                deltas,
+                include_forgotten=include_forgotten,
+                pin=pin,
             )
             yield from store.apply_deltas(workspace, deltas, final=True)
             result.no_cwd = no_cwd
@@ -418,12 +503,35 @@ class Ingestor:
         prepared: _Prepared | None,
         format: str,
         deltas: Deltas,
+        *,
+        include_forgotten: bool = False,
+        pin: Pin | None = None,
     ) -> Work[FileResult]:
-        """Write one file inside the caller's transaction; statistics go to `deltas`."""
+        """Write one file inside the caller's transaction; statistics go to `deltas`.
+
+        With `include_forgotten`, the sessions the user forgot from this file come
+        back: their tombstones go, and the file is read again whole.
+        """
         shown = str(given)
         record = yield from store.lock_file(workspace, str(real))
         if prepared is None or prepared.snapshot != record:
-            prepared = self._prepare(given, real, record, session_id, format)
+            prepared = self._prepare(given, real, record, session_id, format, pin)
+        moved_from: str | None = None
+        if record is None and not prepared.unchanged:
+            moved = yield from self._moved_from(workspace, real, prepared, pin)
+            if moved is not None:
+                # The same file at a new path: re-home what it stored, read on.
+                yield from store.lock_file(workspace, moved.path)
+                yield from store.relocate(workspace, moved.path, str(real))
+                moved_from, record = moved.path, replace(moved, path=str(real))
+                prepared = self._prepare(given, real, record, session_id, format, pin)
+        restored: list[str] = []
+        if include_forgotten:
+            restored = yield from store.restore_forgotten(workspace, str(real))
+            if restored and (prepared.start or prepared.unchanged):
+                # What was read before skipped them: read it all again.
+                again = self._prepare(given, real, None, session_id, format, pin)
+                prepared = replace(again, snapshot=record, rewrite=True)
         parsed = prepared.parsed
         result = FileResult(
             path=shown,
@@ -433,6 +541,8 @@ class Ingestor:
             unchanged=prepared.unchanged,
             bad_lines=parsed.skipped_lines,
             warnings=list(parsed.problems),
+            restored=restored,
+            moved_from=moved_from,
         )
         if prepared.unchanged:
             return result
@@ -460,8 +570,9 @@ class Ingestor:
                 parents=parsed.parents,
             )
             result.messages = len(written.inserted)
-            result.skipped = len(prepared.entries) - len(written.inserted)
-            result.sessions = {e.session_id for e in prepared.entries}
+            result.forgotten = written.forgotten
+            result.skipped = len(prepared.entries) - len(written.inserted) - written.forgotten
+            result.sessions = {e.session_id for e in prepared.entries} & written.states.keys()
             inserted_ids = written.entry_ids
             states = written.states
         if adapter.leaf_titles and (parsed.leaf_titles or inserted_ids):
@@ -470,6 +581,34 @@ class Ingestor:
             )
         yield from store.record_file(workspace, prepared.done)
         return result
+
+    def _moved_from(
+        self, ws: str, real: Path, prepared: _Prepared, pin: Pin | None
+    ) -> Work[FileRecord | None]:
+        """The record of the file this one was at another path, if it moved here.
+
+        Candidates are records whose first window is this file's and those of the
+        files its sessions came from; one is this file when its path no longer
+        exists, it was read with the same mapping, and this file starts with the
+        bytes it recorded. A copy (the old path still there) is not a move.
+        """
+        ids = {e.session_id for e in prepared.entries} | set(prepared.parsed.titles)
+        candidates = yield from store.moved_candidates(ws, [prepared.head], ids)
+        parser = adapters.ADAPTERS[prepared.format].parser
+        data: bytes | None = None
+        for candidate in sorted(candidates, key=lambda r: r.path):
+            if candidate.path == str(real) or candidate.parser not in (parser, None):
+                continue
+            if os.path.lexists(candidate.path):
+                continue
+            if data is None:
+                try:
+                    data = read_source(real, shown=prepared.shown, pin=pin).data
+                except IngestError:
+                    return None
+            if same_prefix(data, candidate):
+                return candidate
+        return None
 
     def _resolve_leaf_titles(
         self,
@@ -522,6 +661,7 @@ class Ingestor:
         roots: Sequence[Path] | None = None,
         format: str = adapters.AUTO,
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> FileResult:
         """Ingest one session file in one transaction; errors are `IngestError`.
 
@@ -529,8 +669,10 @@ class Ingestor:
         With `workspace_from_cwd`, an agent log naming its working directory goes to
         the workspace of that name (a worktree's to its project's); `workspace` is
         the fallback, and the result says when it was used (`FileResult.no_cwd`).
+        Sessions the user forgot (`PgSearch.forget`) stay forgotten unless
+        `include_forgotten` brings them back.
         """
-        workspace, given, real, no_cwd = self._locate(
+        workspace, given, real, no_cwd, pin = self._locate(
             path,
             workspace=workspace,
             roots=roots,
@@ -538,7 +680,17 @@ class Ingestor:
             workspace_from_cwd=workspace_from_cwd,
         )
         return self._sync_store().driver.run(
-            self._commit_file(workspace, given, real, session_id, None, format, no_cwd)
+            self._commit_file(
+                workspace,
+                given,
+                real,
+                session_id,
+                None,
+                format,
+                no_cwd,
+                include_forgotten=include_forgotten,
+                pin=pin,
+            )
         )
 
     def locate(
@@ -549,16 +701,17 @@ class Ingestor:
         roots: Sequence[Path] | None = None,
         format: str = adapters.AUTO,
         workspace_from_cwd: bool = False,
-    ) -> tuple[str, Path, Path]:
-        """`ingest_file`'s checks: the workspace, the path as given and its real path."""
-        ws, given, real, _ = self._locate(
+    ) -> tuple[str, Path, Path, Pin | None]:
+        """`ingest_file`'s checks: the workspace, the path as given, its real path and,
+        under `roots`, the identity the file read must have (`prepared_file`'s `pin`)."""
+        ws, given, real, _, pin = self._locate(
             path,
             workspace=workspace,
             roots=roots,
             format=format,
             workspace_from_cwd=workspace_from_cwd,
         )
-        return ws, given, real
+        return ws, given, real, pin
 
     def _locate(
         self,
@@ -568,15 +721,16 @@ class Ingestor:
         roots: Sequence[Path] | None,
         format: str,
         workspace_from_cwd: bool,
-    ) -> tuple[str, Path, Path, bool]:
+    ) -> tuple[str, Path, Path, bool, Pin | None]:
         workspace = check_workspace(workspace)
         check_format(format)
         given = Path(path)
         real = confine(given, roots)
+        pin = pin_confined(real, roots, shown=str(given))
         no_cwd = False
         if workspace_from_cwd:
-            workspace, no_cwd = workspace_of(real, str(given), format, workspace)
-        return workspace, given, real, no_cwd
+            workspace, no_cwd = workspace_of(real, str(given), format, workspace, pin)
+        return workspace, given, real, no_cwd, pin
 
     def prepared_file(
         self,
@@ -586,12 +740,24 @@ class Ingestor:
         record: FileRecord | None,
         session_id: str | None = None,
         format: str = adapters.AUTO,
+        include_forgotten: bool = False,
+        pin: Pin | None = None,
     ) -> Unit[FileResult]:
         """Read and parse the file now, against `record` (its last known record), and
         return the unit that writes it, which reads the file again only if its record
-        changed meanwhile. For hosts that read files off their event loop."""
-        prepared = self._prepare(given, real, record, session_id, format)
-        return self._commit_file(workspace, given, real, session_id, prepared, format)
+        changed meanwhile. For hosts that read files off their event loop. `pin` is
+        `locate`'s: the file read must be the one confined."""
+        prepared = self._prepare(given, real, record, session_id, format, pin)
+        return self._commit_file(
+            workspace,
+            given,
+            real,
+            session_id,
+            prepared,
+            format,
+            include_forgotten=include_forgotten,
+            pin=pin,
+        )
 
     def ingest_paths(
         self,
@@ -602,10 +768,11 @@ class Ingestor:
         on_file: Callable[[FileResult], None] | None = None,
         format: str = adapters.AUTO,
         workspace_from_cwd: bool = False,
+        include_forgotten: bool = False,
     ) -> IngestReport:
         """Ingest files and directories; a bad file is reported and the rest go on.
 
-        `format` and `workspace_from_cwd` are as for `ingest_file`.
+        `format`, `workspace_from_cwd` and `include_forgotten` are as for `ingest_file`.
 
         The next file is read, parsed and indexed in a worker thread while the current
         one is written, so Python work overlaps the server's index maintenance. The
@@ -618,12 +785,16 @@ class Ingestor:
         files: list[tuple[Path, Path | IngestError]] = []
         targets: dict[Path, str] = {}
         no_cwd: set[Path] = set()
+        pins: dict[Path, Pin] = {}
         for path in find_sources(paths, report.unreadable):
             try:
                 resolved = confine(path, roots)
+                pin = pin_confined(resolved, roots, shown=str(path))
+                if pin is not None:
+                    pins[resolved] = pin
                 if workspace_from_cwd:
                     targets[resolved], fell_back = workspace_of(
-                        resolved, str(path), format, workspace
+                        resolved, str(path), format, workspace, pin
                     )
                     if fell_back:
                         no_cwd.add(resolved)
@@ -653,7 +824,7 @@ class Ingestor:
                 return real
             record = snapshots[targets.get(real, workspace)].get(str(real))
             try:
-                return self._prepare(given, real, record, None, format)
+                return self._prepare(given, real, record, None, format, pins.get(real))
             except IngestError as exc:
                 return exc
 
@@ -668,7 +839,17 @@ class Ingestor:
                     mine = Deltas()
                     try:
                         result = yield from savepoint(
-                            self._write_file(ws, given, real, None, prepared, format, mine)
+                            self._write_file(
+                                ws,
+                                given,
+                                real,
+                                None,
+                                prepared,
+                                format,
+                                mine,
+                                include_forgotten=include_forgotten,
+                                pin=pins.get(real),
+                            )
                         )
                         deltas.merge(mine)
                     except IngestError as exc:
@@ -717,6 +898,24 @@ class Ingestor:
             db.after_bulk_load(report.messages)
         return report
 
+    # --- moves ----------------------------------------------------------------------
+
+    def relocate(
+        self, *, workspace: str, old: str | os.PathLike[str], new: str | os.PathLike[str]
+    ) -> Unit[int]:
+        """The unit that re-homes what was ingested from `old` (a file or a directory,
+        which need not exist any more) at `new`: file records, the sessions' sources,
+        waiting titles and tombstones. Its value is how many file records moved."""
+        workspace = check_workspace(workspace)
+        old_path = str(_absolute(old))
+        new_path = str(_absolute(new))
+        return Unit(
+            work=partial(store.relocate, workspace, old_path, new_path),
+            workspace=workspace,
+            write=True,
+            context=f"relocating {old} to {new}",
+        )
+
     # --- API appends --------------------------------------------------------------
 
     def append(
@@ -744,6 +943,8 @@ class Ingestor:
                 raise IngestError(f"message {i}: {exc}") from None
             if entry.session_id != session_id:
                 raise IngestError(f"message {i}: session_id differs from the append target")
+            for call_id, name in zip(entry.tool_call_ids, entry.tool_names(), strict=False):
+                calls[call_id] = name
             entries.append(entry)
 
         def work() -> Work[int]:
@@ -791,6 +992,19 @@ class Ingestor:
         titles = titles or {}
         parents = parents or {}
         session_ids = {e.session_id for e in entries} | set(titles) | set(parents)
+        forgotten = 0
+        if source is not None:
+            # A session the user forgot is not brought back by its file.
+            gone = yield from store.forgotten_among(ws, session_ids, source)
+            if gone:
+                keep = [e.session_id not in gone for e in entries]
+                forgotten = keep.count(False)
+                entries = [e for e, k in zip(entries, keep, strict=True) if k]
+                if indexed is not None:
+                    indexed = [ix for ix, k in zip(indexed, keep, strict=True) if k]
+                titles = {sid: t for sid, t in titles.items() if sid not in gone}
+                parents = {sid: p for sid, p in parents.items() if sid not in gone}
+                session_ids -= gone
         states = yield from store.lock_sessions(ws, session_ids, source)
         for state in states.values():
             if state.message_count and state.source != source:
@@ -802,6 +1016,16 @@ class Ingestor:
                     path=where,
                     line=first.seq + 1 if source is not None and first is not None else None,
                 )
+        unnamed: dict[str, set[str]] = {}
+        for entry in entries:
+            call_id = _unnamed_call(entry)
+            if call_id is not None and states[entry.session_id].message_count:
+                unnamed.setdefault(entry.session_id, set()).add(call_id)
+        if unnamed:
+            # A tool result whose call was stored earlier (an earlier append, an
+            # earlier pass over a growing file) is named after that call.
+            found = yield from store.tool_call_names(ws, unnamed)
+            entries = [_named(e, found.get(e.session_id, {})) for e in entries]
         turns = {sid: (s.last_turn if continuing else 0) for sid, s in states.items()}
         last_time = {sid: (s.updated_at if continuing else None) for sid, s in states.items()}
         next_seq = {sid: s.next_seq for sid, s in states.items()}
@@ -876,7 +1100,7 @@ class Ingestor:
                 yield from store.update_session(ws, state, *changed)
         if apply_here:
             yield from store.apply_deltas(ws, deltas, final=True)
-        return _Written(inserted=inserted, entry_ids=entry_ids, states=states)
+        return _Written(inserted=inserted, entry_ids=entry_ids, states=states, forgotten=forgotten)
 
     def _update_state(
         self,
@@ -912,6 +1136,21 @@ class Ingestor:
         return ix.tsvector, ix.length
 
 
+def _unnamed_call(entry: Entry) -> str | None:
+    """The call id of a tool result that names no tool, if it has one."""
+    if entry.role != "tool" or entry.tool_name is not None or not entry.extra:
+        return None
+    call_id = entry.extra.get("tool_call_id")
+    return call_id if isinstance(call_id, str) and call_id else None
+
+
+def _named(entry: Entry, names: dict[str, str]) -> Entry:
+    call_id = _unnamed_call(entry)
+    if call_id is None or call_id not in names:
+        return entry
+    return replace(entry, tool_name=names[call_id])
+
+
 @dataclass(frozen=True, slots=True)
 class _Written:
     """What `Ingestor._write` stored: row keys, entry ids, and the sessions it locked."""
@@ -919,3 +1158,5 @@ class _Written:
     inserted: set[tuple[str, int]]
     entry_ids: set[str]
     states: dict[str, SessionState]
+    #: Entries not stored because their session was forgotten.
+    forgotten: int = 0

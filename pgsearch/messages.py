@@ -248,6 +248,9 @@ def entry_from_object(
     extra = {k: clean(v) for k, v in obj.items() if k not in _KNOWN_FIELDS}
     if role == "tool" and obj.get("tool_call_id") is not None:
         extra["tool_call_id"] = clean(obj["tool_call_id"])
+    if call_ids:
+        # Kept so that a result appended later can be named after its call.
+        extra["tool_call_ids"] = list(call_ids)
     return Entry(
         session_id=sid,
         seq=seq,

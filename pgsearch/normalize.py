@@ -27,7 +27,8 @@ MAX_TERM_CHARS = 64
 #: Postgres keeps positions up to this value in a tsvector.
 MAX_POSITION = 16383
 
-_FOLD = str.maketrans(
+#: Letters that do not decompose, folded to the letters they stand for.
+LETTER_FOLD = _FOLD = str.maketrans(
     {
         "ø": "o",
         "đ": "d",
@@ -227,6 +228,9 @@ class QueryWord:
     unit: int = 0
     #: True for words inside double quotes.
     quoted: bool = False
+    #: Index of the run of CJK characters the word comes from (None for other words):
+    #: a run is searched as one phrase of its overlapping pairs.
+    run: int | None = None
 
 
 _QUOTED_RE = re.compile(r'"([^"]*)"')
@@ -244,20 +248,24 @@ def query_words(query: str) -> tuple[list[QueryWord], list[list[str]]]:
     chunks = [m.group(1) for m in _QUOTED_RE.finditer(query)]
     quoted = len(chunks)
     chunks.extend(_QUOTED_RE.sub(" ", query).split())
+    runs = 0
     for unit, chunk in enumerate(chunks):
-        terms: list[tuple[str, bool]] = []
+        terms: list[tuple[str, int | None]] = []
         for match in _WORD_RE.finditer(normalize(chunk)):
             for part in _CJK_SPLIT_RE.findall(match.group()):
                 if _CJK_RE.match(part):
                     if len(part) <= 2:
-                        terms.append((part, True))
+                        terms.append((part, runs))
                     else:
-                        terms.extend((part[i : i + 2], True) for i in range(len(part) - 1))
+                        terms.extend((part[i : i + 2], runs) for i in range(len(part) - 1))
+                    runs += 1
                 else:
-                    terms.append((part[:MAX_TERM_CHARS], False))
+                    terms.append((part[:MAX_TERM_CHARS], None))
         phrase = None
         if len(terms) > 1:
             phrases.append([t for t, _ in terms])
             phrase = len(phrases) - 1
-        words.extend(QueryWord(t, cjk, phrase, unit, unit < quoted) for t, cjk in terms)
+        words.extend(
+            QueryWord(t, run is not None, phrase, unit, unit < quoted, run) for t, run in terms
+        )
     return words, phrases

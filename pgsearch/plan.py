@@ -55,7 +55,7 @@ from typing import Any, Literal
 
 from rapidfuzz.distance import OSA, Levenshtein
 
-from pgsearch import ranking
+from pgsearch import policy, ranking
 from pgsearch.errors import InvalidQuery
 from pgsearch.normalize import QueryWord, query_words, stem
 from pgsearch.ranking import Corpus, Expansion, Ranked, Scorer
@@ -82,6 +82,11 @@ FUZZY_MIN_CHARS = 5
 ONE_EDIT_MAX_CHARS = 8
 #: Lengths of the words that get prefix expansions.
 PREFIX_CHARS = (3, 4)
+#: Vocabulary terms a query may look up per word the word limit allows. A Latin word
+#: reads its exact, stem and prefix or typo rows; a CJK pair only its exact row, so a
+#: CJK sentence of a few hundred characters costs less than 32 typo lookups
+#: (tests/reliability/test_bounded_work.py runs the largest of each).
+LOOKUPS_PER_WORD = 8
 
 #: The expansions of one word.
 Group = tuple[Expansion, ...]
@@ -137,6 +142,16 @@ class ParsedQuery:
         return tuple(dict.fromkeys(w.text for w in self.words))
 
     @property
+    def searched_words(self) -> int:
+        """Distinct words as the query limit counts them: each word, and each run of
+        CJK characters once (it is searched as one phrase of its pairs)."""
+        runs = {
+            tuple(w.text for w in self.words if w.run == run)
+            for run in {w.run for w in self.words if w.run is not None}
+        }
+        return len({w.text for w in self.words if w.run is None}) + len(runs)
+
+    @property
     def unit_texts(self) -> tuple[tuple[str, ...], ...]:
         """Each distinct unit's distinct words, in order."""
         by_unit: dict[int, list[str]] = {}
@@ -169,13 +184,35 @@ class ParsedQuery:
         )
 
 
+def max_lookups(max_terms: int) -> int:
+    """Most distinct terms a query may look up in the vocabulary (`LOOKUPS_PER_WORD`
+    per word the limit allows)."""
+    return max_terms * LOOKUPS_PER_WORD
+
+
 def parse_query(query: str, *, max_terms: int) -> ParsedQuery:
-    """`query` split into words and phrases; `InvalidQuery` beyond `max_terms` words."""
+    """`query` split into words and phrases, within the limits of the work it makes.
+
+    Two limits, both about work rather than characters: at most `max_terms` distinct
+    words, counting a run of CJK characters as the one phrase it is searched as; and
+    at most `max_lookups(max_terms)` distinct terms to look up, where a word is one
+    term and a CJK run of n characters n - 1 (its overlapping pairs, each an exact
+    lookup and no expansion). `InvalidQuery` names the limit passed.
+    """
     words, phrases = query_words(query)
     parsed = ParsedQuery(words=tuple(words), phrases=tuple(tuple(p) for p in phrases))
-    if len(parsed.texts) > max_terms:
+    searched = parsed.searched_words
+    runs = any(w.run is not None for w in parsed.words)
+    if searched > max_terms:
+        counted = " (a run of CJK characters counts as one)" if runs else ""
         raise InvalidQuery(
-            f"query has {len(parsed.texts)} distinct words; the limit is {max_terms}"
+            f"query has {searched} distinct words{counted}; the limit is {max_terms}"
+        )
+    lookups = len(parsed.texts)
+    if lookups > max_lookups(max_terms):
+        raise InvalidQuery(
+            f"query has {lookups} distinct terms to look up (each pair of adjacent CJK "
+            f"characters is one); the limit is {max_lookups(max_terms)}"
         )
     return parsed
 
@@ -429,6 +466,22 @@ def plan_candidates(
 # --- 4. session titles and summaries -------------------------------------------------
 
 
+Field = Literal["title", "summary"]
+
+
+def alone_fields(kinds: Sequence[str]) -> tuple[Field, ...]:
+    """The session fields whose match is a hit on its own under these kinds.
+
+    A title or summary stands for its session in a search of the default kinds. A
+    search naming other kinds asks for entries of those kinds only: a summary match
+    is then a hit only when ``summary`` is among them, a title match never (a title
+    is no entry of any kind). Either still boosts its session's messages.
+    """
+    if tuple(kinds) == policy.DEFAULT_SEARCH_KINDS:
+        return ("title", "summary")
+    return ("summary",) if policy.SUMMARY in kinds else ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class FieldPlan:
     """Sessions whose title or summary to match: any of the selective words."""
@@ -439,6 +492,8 @@ class FieldPlan:
     terms: tuple[str, ...]
     cap: int
     session_id: str | None = None
+    #: The fields whose match is a hit of its own (`alone_fields`).
+    alone: tuple[Field, ...] = ("title", "summary")
 
 
 def plan_fields(
@@ -458,6 +513,7 @@ def plan_fields(
         terms=tuple(sorted({e.term for g in groups.values() for e in g})),
         cap=settings.candidate_cap,
         session_id=filters.session_id,
+        alone=alone_fields(filters.kinds),
     )
 
 
@@ -469,21 +525,28 @@ class FieldHit:
     boost: float
     score: float
     terms: frozenset[str]
-    matched_in: Literal["title", "summary"]
+    #: The field the hit shows, or None when the session's messages are boosted but
+    #: the match is no hit of its own (the kinds searched exclude it).
+    matched_in: Field | None
     #: The title holds every word of a query of two or more words, as typed or in
     #: another form (no typo or prefix guess): the session the user named.
     whole_title: bool = False
 
 
 def field_hits(
-    rows: Iterable[FieldRow], groups: Sequence[Group], stats: SearchStats
+    rows: Iterable[FieldRow],
+    groups: Sequence[Group],
+    stats: SearchStats,
+    *,
+    alone: Sequence[Field] = ("title", "summary"),
 ) -> dict[str, FieldHit]:
     """Sessions whose title/summary matches, by session id.
 
     The boost grows with how much of the query the field covers, weighting each word
     by its IDF among messages: a title holding every rare word of the query doubles
     its session's hits (a summary triples them), a title sharing only a common word
-    barely moves them.
+    barely moves them. A session found only this way is a hit on the field that
+    matched best among `alone`; with neither field in `alone` it is none.
     """
     scorer = Scorer(groups, Corpus(stats.n_fields, stats.fields_len), use_sf=True)
     n = max(stats.n_indexed, 1)
@@ -506,14 +569,19 @@ def field_hits(
         )
         title_boost = 1 + (ranking.TITLE_BOOST - 1) * in_title / total_weight
         summary_boost = 1 + (ranking.SUMMARY_BOOST - 1) * in_summary / total_weight
+        shown: Field | None = "summary" if summary_boost > title_boost else "title"
         whole_title = len(groups) >= 2 and all(
             any(e.term in row.in_title and e.how in ("exact", "stem") for e in g) for g in groups
         )
+        if whole_title:
+            shown = "title"
+        if shown not in alone:
+            shown = "summary" if "summary" in alone and in_summary else None
         out[row.session_id] = FieldHit(
             boost=max(title_boost, summary_boost),
             score=score,
             terms=frozenset(matched),
-            matched_in="title" if whole_title or summary_boost <= title_boost else "summary",
+            matched_in=shown,
             whole_title=whole_title,
         )
     return out
@@ -525,9 +593,14 @@ def field_hits(
 def orphan_hits(
     candidates: Iterable[CandidateRow], hits: Mapping[str, FieldHit]
 ) -> dict[str, FieldHit]:
-    """The sessions found only by their title or summary (no candidate message)."""
+    """The sessions found only by their title or summary (no candidate message), when
+    that match is a hit of its own."""
     with_messages = {c.session_id for c in candidates}
-    return {sid: hit for sid, hit in hits.items() if sid not in with_messages}
+    return {
+        sid: hit
+        for sid, hit in hits.items()
+        if sid not in with_messages and hit.matched_in is not None
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -595,7 +668,7 @@ def score_candidates(
         scored = ranking.add_session(scored, evidence.session)
     for sid, hit in hits.items():
         anchor = anchors.get(sid)
-        if sid in seen or anchor is None:
+        if sid in seen or anchor is None or hit.matched_in is None:
             continue
         scored.append(
             Ranked(
@@ -678,7 +751,10 @@ class SearchTrace:
             lines.append("  titles/summaries: not searched")
         else:
             words = " | ".join(plan.unit_words(fields.selective))
-            lines.append(f"  titles/summaries: any of {words}, at most {fields.cap}")
+            alone = ", ".join(fields.alone) or "none (they only boost their sessions)"
+            lines.append(
+                f"  titles/summaries: any of {words}, at most {fields.cap}; hits alone: {alone}"
+            )
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:

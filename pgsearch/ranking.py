@@ -272,7 +272,8 @@ def score_document(
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """A scored hit; ``order_key`` sorts best first, then newest first, then by id."""
+    """A scored hit; ``order_key`` sorts best first, then newest first (the later seq
+    of a session first on equal times), then by session id."""
 
     session_id: str
     seq: int
@@ -286,7 +287,7 @@ class Ranked:
 
     @property
     def order_key(self) -> tuple[float, float, str, int]:
-        return (-round(self.score, 9), -self.created_at.timestamp(), self.session_id, self.seq)
+        return (-round(self.score, 9), -self.created_at.timestamp(), self.session_id, -self.seq)
 
 
 def rank(

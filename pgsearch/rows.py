@@ -119,3 +119,31 @@ class TableSize:
             "table_bytes": self.table_bytes,
             "index_bytes": self.index_bytes,
         }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApiToken:
+    """A bearer token of `pgsearch serve` as stored (its secret is never stored)."""
+
+    token_id: str
+    workspace_id: str
+    #: When set, the token opens this one session only.
+    session_id: str | None
+    can_write: bool
+    #: Requests per second this token may make (None: the server's default).
+    rate_per_second: float | None
+    label: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "token_id": self.token_id,
+            "workspace_id": self.workspace_id,
+            "session_id": self.session_id,
+            "write": self.can_write,
+            "rate_per_second": self.rate_per_second,
+            "label": self.label,
+            "created_at": self.created_at.isoformat(),
+            "revoked_at": self.revoked_at.isoformat() if self.revoked_at else None,
+        }

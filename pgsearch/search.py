@@ -139,12 +139,15 @@ class SearchEngine:
             after=codec.decode(request.cursor, fingerprint) if request.cursor else None,
         )
         plans: list[str] | None = [] if explain else None
+        # Within one session "the best hit of each session" would be a single hit:
+        # a session scope (pinned or asked for) lists every hit.
+        per_session = request.per_session and filters.session_id is None
         if not request.query.strip():
-            inner = self._browse(filters, request.per_session, paging)
+            inner = self._browse(filters, per_session, paging)
         elif not query.words:
             inner = self._no_words(filters)
         else:
-            inner = self._ranked_search(filters, query, request.per_session, paging)
+            inner = self._ranked_search(filters, query, per_session, paging)
         result, trace = yield from (inner if plans is None else explained(inner, plans))
         if plans is None:
             return result
@@ -196,7 +199,7 @@ class SearchEngine:
         candidates: list[CandidateRow] = got[0]
         fields: dict[str, FieldHit] = {}
         if field_plan is not None:
-            fields = field_hits(got[1], plan.groups, stats)
+            fields = field_hits(got[1], plan.groups, stats, alone=field_plan.alone)
         orphans = orphan_hits(candidates, fields)
         anchors: dict[str, StoredMessage] = {}
         if orphans:

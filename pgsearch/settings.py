@@ -110,9 +110,12 @@ class Settings:
     #: A bulk group (64 files, 5,000 entries) writes in well under a second.
     write_timeout_ms: int = 60_000
     #: Connections per process (`PgSearch` owns a pool; one `PgSearch` per process,
-    #: shared by every thread). The least kept open, and the most: a search is about
-    #: half server time, so a few connections per core keep the server busy; more
-    #: only queue inside PostgreSQL (bench/load.py measures the trade-off).
+    #: shared by every thread). The least kept open, and the most. From
+    #: `bench/load.py`'s pool sweep (32 clients, 2 cores): work done per CPU-second
+    #: is flat from 4 to 16 connections and lower at 2 (the server idles while
+    #: Python runs) and 32 (backends contend); 8 is 4 per core. One connection kept
+    #: open is enough: the pool grows within a few calls, and a one-shot command
+    #: opens only one.
     pool_min: int = 1
     pool_max: int = 8
     #: Seconds a call waits for a free pooled connection before failing.
@@ -137,6 +140,10 @@ class Settings:
     #: for the Row Level Security policies of migration 0002. Needed, and then
     #: enforced by the server, when the role connecting owns none of the tables.
     row_level_security: bool = False
+    #: On Citus, make every transaction bound to a workspace fail any statement that
+    #: would run on more than one shard (``citus.multi_task_query_log_level = error``):
+    #: the proof, in staging or tests, that each workspace's work stays on one shard.
+    citus_single_shard: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -181,6 +188,13 @@ class Settings:
             if flag not in _TRUE | _FALSE:
                 raise ConfigError(f"PGSEARCH_RLS must be on or off (1/0, true/false), got {flag!r}")
             values["row_level_security"] = flag in _TRUE
+        if "PGSEARCH_CITUS_SINGLE_SHARD" in env:
+            flag = env["PGSEARCH_CITUS_SINGLE_SHARD"].strip().lower()
+            if flag not in _TRUE | _FALSE:
+                raise ConfigError(
+                    f"PGSEARCH_CITUS_SINGLE_SHARD must be on or off (1/0, true/false), got {flag!r}"
+                )
+            values["citus_single_shard"] = flag in _TRUE
         values.update({k: v for k, v in overrides.items() if v is not None})
         settings = cls(**values)  # type: ignore[arg-type]
         settings.validate()

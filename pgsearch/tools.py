@@ -38,6 +38,7 @@ from pgsearch.types import (
     MAX_LIMIT,
     MAX_RESULT_BYTES,
     MAX_WINDOW,
+    AsyncScopedProvider,
     Scope,
     ScopedProvider,
     SessionQueryRequest,
@@ -127,7 +128,10 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
                 "per_session": {
                     "type": "boolean",
                     "default": True,
-                    "description": "Only the best match of each session (false: every match).",
+                    "description": (
+                        "Only the best match of each session (false: every match). "
+                        "Within one session every match is listed."
+                    ),
                 },
                 "session_id": {
                     "type": "string",
@@ -287,7 +291,9 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _check_value(name: str, value: Any, schema: Mapping[str, Any]) -> Any:
+def check_value(name: str, value: Any, schema: Mapping[str, Any]) -> Any:
+    """`value` checked against a property schema of the subset used here (string,
+    integer, boolean, array; bounds, lengths, enums), else `ToolArgumentError`."""
     kind = schema["type"]
     if kind == "string":
         if not isinstance(value, str):
@@ -320,7 +326,7 @@ def _check_value(name: str, value: Any, schema: Mapping[str, Any]) -> Any:
     if kind == "array":
         if not isinstance(value, list | tuple):
             raise ToolArgumentError(f"{name!r} must be an array, got {_json_type(value)}")
-        items = [_check_value(f"{name}[{i}]", v, schema["items"]) for i, v in enumerate(value)]
+        items = [check_value(f"{name}[{i}]", v, schema["items"]) for i, v in enumerate(value)]
         return list(dict.fromkeys(items))
     raise AssertionError(f"unsupported schema type {kind!r}")  # pragma: no cover
 
@@ -362,9 +368,9 @@ def check_arguments(name: str, arguments: Mapping[str, Any], scope: Scope) -> di
             if "default" in prop:
                 checked[key] = prop["default"]
             continue
-        checked[key] = _check_value(key, value, prop)
+        checked[key] = check_value(key, value, prop)
         if prop.get("format") == "date-time":
-            checked[key] = _date_time(key, value)
+            checked[key] = check_date_time(key, value)
     cap = LIMIT_CAPS.get(name)
     if cap is not None and checked.get("limit", 0) > cap:
         checked["limit"] = cap
@@ -377,7 +383,8 @@ def check_arguments(name: str, arguments: Mapping[str, Any], scope: Scope) -> di
     return checked
 
 
-def _date_time(name: str, value: str) -> datetime:
+def check_date_time(name: str, value: str) -> datetime:
+    """An ISO 8601 date-time argument as a `datetime`, else `ToolArgumentError`."""
     try:
         parsed = parse_time(value)
     except ValueError:
@@ -417,6 +424,72 @@ class ToolOutput:
     is_error: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Call:
+    """A checked tool call: which provider method, with what, and how to render it."""
+
+    name: str
+    args: dict[str, Any]
+    note: str | None
+    capped: dict[str, int]
+    method: str
+    positional: tuple[Any, ...]
+    keywords: dict[str, Any]
+    #: The call is within one session (scope or argument), where every match is listed.
+    one_session: bool
+
+
+def _prepare(scope: Scope, name: str, arguments: str | bytes | Mapping[str, Any] | None) -> _Call:
+    """Parse and check `arguments`; raises `PgSearchError` for a bad call."""
+    raw = parse_arguments(arguments)
+    args = check_arguments(name, raw, scope)
+    note, capped = _capped(raw, args)
+    positional: tuple[Any, ...]
+    keywords: dict[str, Any]
+    if name == SEARCH:
+        method, positional, keywords = "search", (search_request(args),), {}
+    elif name == AROUND:
+        method, positional = "around", (args["session_id"], args["seq"])
+        keywords = {"before": args["before"], "after": args["after"]}
+    else:
+        method, positional = "session_messages", (args["session_id"],)
+        keywords = {"start_seq": args["start_seq"], "limit": args["limit"]}
+    return _Call(
+        name=name,
+        args=args,
+        note=note,
+        capped=capped,
+        method=method,
+        positional=positional,
+        keywords=keywords,
+        one_session=scope.session_id is not None or args.get("session_id") is not None,
+    )
+
+
+def _render(call: _Call, result: Any) -> ToolOutput:
+    if call.name == SEARCH:
+        data = result.to_json()
+        if call.capped:
+            data["limit_capped"] = call.capped
+        return ToolOutput(
+            text=render_search(result, call.args, note=call.note, one_session=call.one_session),
+            data=data,
+        )
+    if call.name == AROUND:
+        return ToolOutput(text=render_window(result, tool=AROUND), data=result.to_json())
+    data = result.to_json()
+    if call.capped:
+        data["limit_capped"] = call.capped
+    return ToolOutput(text=render_window(result, tool=MESSAGES, note=call.note), data=data)
+
+
+def _failed(name: str, exc: Exception) -> ToolOutput:
+    if isinstance(exc, PgSearchError):
+        return ToolOutput(text=f"error: {exc}", is_error=True)
+    log.error("tool %s failed", name, exc_info=exc)  # a host must never see a tool crash
+    return ToolOutput(text=f"error: {name} failed ({type(exc).__name__})", is_error=True)
+
+
 def run_tool(
     provider: ScopedProvider, name: str, arguments: str | bytes | Mapping[str, Any] | None
 ) -> ToolOutput:
@@ -426,33 +499,26 @@ def run_tool(
     and as ``limit_capped`` in the data).
     """
     try:
-        raw = parse_arguments(arguments)
-        args = check_arguments(name, raw, provider.scope)
-        note, capped = _capped(raw, args)
-        if name == SEARCH:
-            request = search_request(args)
-            result = provider.search(request)
-            data = result.to_json()
-            if capped:
-                data["limit_capped"] = capped
-            return ToolOutput(text=render_search(result, args, note=note), data=data)
-        if name == AROUND:
-            window = provider.around(
-                args["session_id"], args["seq"], before=args["before"], after=args["after"]
-            )
-            return ToolOutput(text=render_window(window, tool=AROUND), data=window.to_json())
-        window = provider.session_messages(
-            args["session_id"], start_seq=args["start_seq"], limit=args["limit"]
-        )
-        data = window.to_json()
-        if capped:
-            data["limit_capped"] = capped
-        return ToolOutput(text=render_window(window, tool=MESSAGES, note=note), data=data)
-    except PgSearchError as exc:
-        return ToolOutput(text=f"error: {exc}", is_error=True)
-    except Exception as exc:  # a host must never see a tool crash
-        log.exception("tool %s failed", name)
-        return ToolOutput(text=f"error: {name} failed ({type(exc).__name__})", is_error=True)
+        call = _prepare(provider.scope, name, arguments)
+        result = getattr(provider, call.method)(*call.positional, **call.keywords)
+        return _render(call, result)
+    except Exception as exc:
+        return _failed(name, exc)
+
+
+async def run_tool_async(
+    provider: AsyncScopedProvider,
+    name: str,
+    arguments: str | bytes | Mapping[str, Any] | None,
+) -> ToolOutput:
+    """`run_tool` for an asyncio provider (`pgsearch.aio.AsyncProvider`): the same
+    checks and rendering, the call awaited on the event loop."""
+    try:
+        call = _prepare(provider.scope, name, arguments)
+        result = await getattr(provider, call.method)(*call.positional, **call.keywords)
+        return _render(call, result)
+    except Exception as exc:
+        return _failed(name, exc)
 
 
 # --- rendering --------------------------------------------------------------------
@@ -490,9 +556,16 @@ def _capped(raw: Mapping[str, Any], args: Mapping[str, Any]) -> tuple[str | None
 
 
 def render_search(
-    result: SessionQueryResult, args: Mapping[str, Any], *, note: str | None = None
+    result: SessionQueryResult,
+    args: Mapping[str, Any],
+    *,
+    note: str | None = None,
+    one_session: bool = False,
 ) -> str:
-    """A search result as compact text, ending with a hint for the next call."""
+    """A search result as compact text, ending with a hint for the next call.
+
+    `one_session`: the search was within one session, where every match is listed.
+    """
     if not result.matches:
         lines = [f"No matches ({result.searched} entries searched)."]
         if note:
@@ -508,7 +581,8 @@ def render_search(
             "newest entries."
         )
         return _cap("\n".join(lines), hint)
-    scope = "best match per session" if args.get("per_session", True) else "every match"
+    per_session = args.get("per_session", True) and not one_session
+    scope = "best match per session" if per_session else "every match"
     lines = [
         f"{len(result.matches)} matches ({result.searched} entries searched; {scope})"
         + ("; candidate cap reached, narrow the query for more" if result.candidates_capped else "")

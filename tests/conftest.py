@@ -199,3 +199,15 @@ def dsn(databases: Databases, template_db: str) -> Iterator[str]:
 def pg(dsn: str) -> Iterator[PgSearch]:
     with PgSearch.connect(dsn) as pg:
         yield pg
+
+
+CITUS_SUITE = Path(__file__).resolve().parent / "citus"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The Citus suite (tests/citus) runs only when named (``pytest tests/citus``): it
+    starts a cluster of its own and runs as a CI process of its own."""
+    if collection_path.resolve() != CITUS_SUITE:
+        return None
+    named = (Path(str(a).split("::")[0]).resolve() for a in config.args)
+    return not any(p == CITUS_SUITE or CITUS_SUITE in p.parents for p in named)

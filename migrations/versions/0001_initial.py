@@ -14,6 +14,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
+from pgsearch.db import citus
+
 revision: str = "0001"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
@@ -30,13 +32,6 @@ def upgrade() -> None:
         sa.Column("value", sa.Text(), nullable=False),
         sa.PrimaryKeyConstraint("key", name="pgsearch_meta_pkey"),
     )
-    # Signs search cursors so a tampered cursor is rejected.
-    op.execute(
-        sa.text("INSERT INTO pgsearch_meta (key, value) VALUES ('cursor_key', :v)").bindparams(
-            v=secrets.token_hex(32)
-        )
-    )
-
     op.create_table(
         "workspace_stats",
         sa.Column("workspace_id", sa.Text(), nullable=False),
@@ -64,17 +59,6 @@ def upgrade() -> None:
         sa.Column("field_len", sa.Integer(), server_default=sa.text("0"), nullable=False),
         sa.PrimaryKeyConstraint("workspace_id", "session_id", name="sessions_pkey"),
     )
-    op.create_index(
-        "sessions_tsv_idx",
-        "sessions",
-        ["workspace_id", "tsv"],
-        postgresql_using="gin",
-        postgresql_with={"fastupdate": "off"},
-    )
-    op.create_index(
-        "sessions_updated_idx", "sessions", ["workspace_id", sa.text("updated_at DESC")]
-    )
-
     op.create_table(
         "messages",
         sa.Column("workspace_id", sa.Text(), nullable=False),
@@ -99,6 +83,60 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("workspace_id", "session_id", "seq", name="messages_pkey"),
     )
+    # The planner's guesses for tsvector matches drive the choice between the GIN
+    # index and the browse index; finer statistics make them better.
+    op.execute("ALTER TABLE messages ALTER COLUMN tsv SET STATISTICS 1000")
+
+    op.create_table(
+        "vocabulary",
+        sa.Column("workspace_id", sa.Text(), nullable=False),
+        sa.Column("term", sa.Text(collation="C"), nullable=False),
+        sa.Column("stem", sa.Text(collation="C"), nullable=False),
+        sa.Column("df", sa.Integer(), server_default=sa.text("0"), nullable=False),
+        sa.Column("sf", sa.Integer(), server_default=sa.text("0"), nullable=False),
+        sa.PrimaryKeyConstraint("workspace_id", "term", name="vocabulary_pkey"),
+    )
+    op.create_table(
+        "ingested_files",
+        sa.Column("workspace_id", sa.Text(), nullable=False),
+        sa.Column("path", sa.Text(), nullable=False),
+        sa.Column("size", sa.BigInteger(), nullable=False),
+        sa.Column("lines", sa.Integer(), nullable=False),
+        sa.Column("digest", sa.Text(), nullable=False),
+        sa.Column(
+            "updated_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.text("now()"),
+            nullable=False,
+        ),
+        sa.PrimaryKeyConstraint("workspace_id", "path", name="ingested_files_pkey"),
+    )
+
+    # On Citus: distributed by workspace (reference for the table every tenant shares)
+    # before any index or row, so that each index is built on every shard.
+    bind = op.get_bind()
+    citus.reference(bind, "pgsearch_meta")
+    for table in ("sessions", "messages", "vocabulary", "workspace_stats", "ingested_files"):
+        citus.distribute(bind, table)
+
+    # Signs search cursors so a tampered cursor is rejected.
+    op.execute(
+        sa.text("INSERT INTO pgsearch_meta (key, value) VALUES ('cursor_key', :v)").bindparams(
+            v=secrets.token_hex(32)
+        )
+    )
+
+    op.create_index(
+        "sessions_tsv_idx",
+        "sessions",
+        ["workspace_id", "tsv"],
+        postgresql_using="gin",
+        postgresql_with={"fastupdate": "off"},
+    )
+    op.create_index(
+        "sessions_updated_idx", "sessions", ["workspace_id", sa.text("updated_at DESC")]
+    )
+
     # New entries go to GIN's pending list and are merged in bulk: about 3x cheaper
     # than inserting each entry into the tree. A small list limit bounds both the
     # merge an unlucky insert pays and the list every search scans; bulk ingest
@@ -115,19 +153,7 @@ def upgrade() -> None:
         "messages",
         ["workspace_id", sa.text("created_at DESC"), "session_id", "seq"],
     )
-    # The planner's guesses for tsvector matches drive the choice between the GIN
-    # index and the browse index; finer statistics make them better.
-    op.execute("ALTER TABLE messages ALTER COLUMN tsv SET STATISTICS 1000")
 
-    op.create_table(
-        "vocabulary",
-        sa.Column("workspace_id", sa.Text(), nullable=False),
-        sa.Column("term", sa.Text(collation="C"), nullable=False),
-        sa.Column("stem", sa.Text(collation="C"), nullable=False),
-        sa.Column("df", sa.Integer(), server_default=sa.text("0"), nullable=False),
-        sa.Column("sf", sa.Integer(), server_default=sa.text("0"), nullable=False),
-        sa.PrimaryKeyConstraint("workspace_id", "term", name="vocabulary_pkey"),
-    )
     op.create_index(
         "vocabulary_term_trgm_idx",
         "vocabulary",
@@ -136,22 +162,6 @@ def upgrade() -> None:
         postgresql_ops={"term": "gin_trgm_ops"},
     )
     op.create_index("vocabulary_stem_idx", "vocabulary", ["workspace_id", "stem"])
-
-    op.create_table(
-        "ingested_files",
-        sa.Column("workspace_id", sa.Text(), nullable=False),
-        sa.Column("path", sa.Text(), nullable=False),
-        sa.Column("size", sa.BigInteger(), nullable=False),
-        sa.Column("lines", sa.Integer(), nullable=False),
-        sa.Column("digest", sa.Text(), nullable=False),
-        sa.Column(
-            "updated_at",
-            sa.DateTime(timezone=True),
-            server_default=sa.text("now()"),
-            nullable=False,
-        ),
-        sa.PrimaryKeyConstraint("workspace_id", "path", name="ingested_files_pkey"),
-    )
 
 
 def downgrade() -> None:

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from pgsearch.db import citus
+
 revision: str = "0003"
 down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
@@ -41,11 +43,11 @@ def upgrade() -> None:
     op.execute("ALTER TABLE vocabulary SET (fillfactor = 70)")
     # 300 keeps ANALYZE's sample (300 x target rows) affordable on large tables while
     # still tracking the common terms the planner weighs against the browse index.
-    op.execute("ALTER TABLE messages ALTER COLUMN tsv SET STATISTICS 300")
+    citus.alter_table(op.get_bind(), "messages", "ALTER COLUMN tsv SET STATISTICS 300")
 
 
 def downgrade() -> None:
-    op.execute("ALTER TABLE messages ALTER COLUMN tsv SET STATISTICS 1000")
+    citus.alter_table(op.get_bind(), "messages", "ALTER COLUMN tsv SET STATISTICS 1000")
     op.execute("ALTER TABLE vocabulary RESET (fillfactor)")
     op.drop_index("vocabulary_term_trgm_idx", table_name="vocabulary")
     op.create_index(

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from pgsearch.db import citus
+
 revision: str = "0004"
 down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
@@ -60,6 +62,8 @@ def upgrade() -> None:
         sa.Column("leaf_seq", sa.Integer(), nullable=True),
         sa.PrimaryKeyConstraint("workspace_id", "leaf_uuid", name="leaf_titles_pkey"),
     )
+    # On Citus, distributed with the other tenant tables before its indexes.
+    citus.distribute(op.get_bind(), "leaf_titles")
     op.create_index("leaf_titles_session_idx", "leaf_titles", ["workspace_id", "session_id"])
     op.create_index("leaf_titles_source_idx", "leaf_titles", ["workspace_id", "source"])
     op.execute(f"CREATE POLICY {POLICY} ON leaf_titles USING ({BOUND}) WITH CHECK ({BOUND})")

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
-from psycopg import sql
+from psycopg import pq, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
@@ -138,6 +138,8 @@ class DriverConfig:
     #: little before the router is told and the read goes elsewhere.
     standby_pool_timeout: float = 1.0
     application_name: str = "pgsearch"
+    #: On Citus, fail any multi-shard statement of a workspace-bound unit.
+    single_shard: bool = False
 
     @classmethod
     def from_settings(cls, settings: Any) -> DriverConfig:
@@ -150,6 +152,7 @@ class DriverConfig:
             pool_max=settings.pool_max,
             pool_timeout=settings.pool_timeout,
             standby_pool_timeout=getattr(settings, "read_connect_timeout_ms", 1000) / 1000,
+            single_shard=settings.citus_single_shard,
         )
 
 
@@ -168,12 +171,15 @@ class UnitRecord:
     #: ``EXPLAIN`` output per explainable statement (units run with `explain`).
     plans: tuple[str, ...] = ()
     error: str | None = None
+    #: The workspace the unit was bound to (None: work across workspaces).
+    workspace: str | None = None
 
 
 @dataclass(slots=True)
 class _Recorder:
     unit_context: str
     write: bool
+    workspace: str | None = None
     node: str = PRIMARY
     attempts: int = 0
     round_trips: int = 0
@@ -197,11 +203,17 @@ class _Recorder:
             statements=tuple(self.statements),
             plans=tuple(self.plans),
             error=None if error is None else str(error),
+            workspace=self.workspace,
         )
 
 
 class _Rejected(Exception):
     """The router rejected the node after seeing its probe."""
+
+
+class _Busy(StoreUnavailable):
+    """Every connection of a standby's pool is in use: the read goes elsewhere, and
+    the router is not told (nothing is wrong with the standby)."""
 
 
 def _wrapped(exc: BaseException, context: str) -> PgSearchError:
@@ -216,7 +228,18 @@ def _wrapped(exc: BaseException, context: str) -> PgSearchError:
 
 
 def _lost(conn: Connection | AsyncConnection, exc: BaseException) -> bool:
-    return isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed)
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    if conn.broken or conn.closed:
+        return True
+    if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+        # The server went away in the middle of a pipeline and psycopg, unable to
+        # leave pipeline mode ("cannot exit pipeline mode while busy"), raised that
+        # instead of the connection's end. Nothing more can be sent on it: close it
+        # (the pool then discards it) and treat it as the lost connection it is.
+        conn.pgconn.finish()
+        return True
+    return False
 
 
 def retriable(exc: BaseException) -> bool:
@@ -277,6 +300,8 @@ class _Core:
         self.config = config
         self.citus = False
         self._returned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        #: When a connection of each node's pool was last handed out.
+        self._handed_out: dict[str, float] = {}
         self._captures: list[list[UnitRecord]] = []
         self._capture_lock = threading.Lock()
 
@@ -304,6 +329,9 @@ class _Core:
                     sql.Literal(self.config.trigram_threshold)
                 )
             )
+            if self.config.single_shard and unit.workspace is not None:
+                # Work bound to one workspace never needs a second shard.
+                local.append(sql.SQL("SET LOCAL citus.multi_task_query_log_level = error"))
         if unit.search:
             local.append(sql.SQL("SET LOCAL enable_seqscan = off"))
         timeout = self.config.write_timeout_ms if unit.write else self.config.read_timeout_ms
@@ -376,6 +404,8 @@ class _Core:
             # Waited the pool's whole timeout already: retrying on the primary would
             # only multiply the wait; a standby is skipped and the read goes elsewhere.
             kind = StoreError if node == PRIMARY else StoreUnavailable
+            if node != PRIMARY and self._saturated(node):
+                kind = _Busy
             return kind(
                 f"{prefix}database unavailable: no connection within "
                 f"{self._timeout(node):g} s ({_first_line(exc)})"
@@ -391,6 +421,24 @@ class _Core:
             out.__cause__ = exc
             return out
         return _wrapped(exc, context)
+
+    def _saturated(self, node: str) -> bool:
+        """Whether `node`'s pool timed out because its connections were in use, not
+        because none could be made: every connection it may have is open and busy,
+        or one was handed out within the last two timeouts."""
+        pool = getattr(self, "_pools", {}).get(node)
+        if pool is None:
+            return False
+        stats = pool.get_stats()
+        if stats["pool_size"] >= stats["pool_max"] and stats["pool_available"] == 0:
+            return True
+        last = self._handed_out.get(node)
+        return last is not None and time.monotonic() - last < 2 * self._timeout(node) + 0.5
+
+    def _node_failed(self, node: str, exc: BaseException) -> None:
+        """Tell the router that `node` failed (unless it was only busy)."""
+        if not isinstance(exc, _Busy):
+            self.router.failed(node, exc)
 
     # --- observing -----------------------------------------------------------------
 
@@ -628,7 +676,6 @@ class Driver(_Core):
             kwargs=self._pool_kwargs(dsn),
             configure=self._configure,
             check=self._check,
-            reset=self._reset,
             timeout=self._timeout(name),
             name=f"pgsearch-{name}",
             open=False,
@@ -644,8 +691,16 @@ class Driver(_Core):
         if self._needs_check(conn):
             ConnectionPool.check_connection(conn)
 
-    def _reset(self, conn: Connection) -> None:
+    def _put(self, pool: ConnectionPool[Connection], conn: Connection) -> None:
+        """Give `conn` back, noting when (the idle check of `_check` reads it).
+
+        Done here rather than in a pool ``reset`` callback: with one, the pool
+        returns every connection through a background worker, and on a busy machine
+        the next request then waits for that worker instead of taking the
+        connection at once.
+        """
         self._returned[conn] = time.monotonic()
+        pool.putconn(conn)
 
     def close(self) -> None:
         """Close every pool (connections in use are closed when returned)."""
@@ -659,7 +714,7 @@ class Driver(_Core):
 
     def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
-        rec = _Recorder(unit.context, unit.write)
+        rec = _Recorder(unit.context, unit.write, unit.workspace)
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
             choice = self.router.choose(
@@ -681,9 +736,9 @@ class Driver(_Core):
             except PgSearchError as exc:
                 node_failed = _node_failure(exc, choice.node)
                 if node_failed:
-                    self.router.failed(choice.node, exc)
+                    self._node_failed(choice.node, exc)
                     excluded.add(choice.node)
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         self._pools[choice.node].check()
                 if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
                     self._publish(rec.record(exc))
@@ -702,6 +757,7 @@ class Driver(_Core):
         pool = self._pools[choice.node]
         try:
             conn = pool.getconn()
+            self._handed_out[choice.node] = time.monotonic()
         except PoolTimeout as exc:
             raise self._error(
                 exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
@@ -712,7 +768,7 @@ class Driver(_Core):
             self._rollback(conn)
             raise
         finally:
-            pool.putconn(conn)
+            self._put(pool, conn)
 
     def _on(self, conn: Connection, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
         run = _Run(self, unit, choice, rec)
@@ -822,7 +878,7 @@ class Driver(_Core):
         )
         attempts = _attempts.get() or _Attempts()
         excluded = attempts.excluded
-        rec = _Recorder(context, write)
+        rec = _Recorder(context, write, workspace)
         pool, conn, node, tx = self._open(unit, rec, excluded)
         token = _current_tx.set(tx)
         try:
@@ -832,19 +888,19 @@ class Driver(_Core):
             except BaseException as exc:
                 self._rollback(conn)
                 if _node_failure(exc, node):
-                    self.router.failed(node, exc)
+                    self._node_failed(node, exc)
                     excluded.add(node)
                     attempts.node_failed = True
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         pool.check()
                 self._publish(rec.record(exc))
-                pool.putconn(conn)
+                self._put(pool, conn)
                 raise
         finally:
             _current_tx.reset(token)
         self._committed(unit, node, tx.last_commit, tx.last_commit_raw)
         self._publish(rec.record())
-        pool.putconn(conn)
+        self._put(pool, conn)
 
     def _open(
         self, unit: Unit[None], rec: _Recorder, excluded: set[str]
@@ -866,6 +922,7 @@ class Driver(_Core):
             pool = self._pools[choice.node]
             try:
                 conn = pool.getconn()
+                self._handed_out[choice.node] = time.monotonic()
             except PoolTimeout as exc:
                 error = self._error(
                     exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
@@ -873,7 +930,7 @@ class Driver(_Core):
                 if not _node_failure(error, choice.node) or attempt == RETRY_ATTEMPTS:
                     self._publish(rec.record(error))
                     raise error from exc
-                self.router.failed(choice.node, error)
+                self._node_failed(choice.node, error)
                 excluded.add(choice.node)
                 continue
             tx = Tx(self, conn, unit, rec)
@@ -885,23 +942,23 @@ class Driver(_Core):
                 self._rollback(conn)
                 node_failed = _node_failure(exc, choice.node)
                 if node_failed:
-                    self.router.failed(choice.node, exc)
+                    self._node_failed(choice.node, exc)
                     excluded.add(choice.node)
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         pool.check()
-                pool.putconn(conn)
+                self._put(pool, conn)
                 if attempt == RETRY_ATTEMPTS or not (node_failed or retriable(exc)):
                     self._publish(rec.record(exc))
                     raise
                 continue
             except BaseException:
                 self._rollback(conn)
-                pool.putconn(conn)
+                self._put(pool, conn)
                 raise
             if accepted:
                 return pool, conn, choice.node, tx
             self._rollback(conn)
-            pool.putconn(conn)
+            self._put(pool, conn)
             excluded.add(choice.node)
         error = StoreError(f"{unit.context}: no node accepted the work")
         self._publish(rec.record(error))
@@ -1065,7 +1122,6 @@ class AsyncDriver(_Core):
                 kwargs=driver._pool_kwargs(node_dsn),
                 configure=driver._configure,
                 check=driver._check,
-                reset=driver._reset,
                 timeout=driver._timeout(name),
                 name=f"pgsearch-async-{name}",
                 open=False,
@@ -1082,8 +1138,10 @@ class AsyncDriver(_Core):
         if self._needs_check(conn):
             await AsyncConnectionPool.check_connection(conn)
 
-    async def _reset(self, conn: AsyncConnection) -> None:
+    async def _put(self, pool: AsyncConnectionPool[AsyncConnection], conn: AsyncConnection) -> None:
+        """As `Driver._put`."""
         self._returned[conn] = time.monotonic()
+        await pool.putconn(conn)
 
     async def close(self) -> None:
         for pool in self._pools.values():
@@ -1094,7 +1152,7 @@ class AsyncDriver(_Core):
 
     async def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
-        rec = _Recorder(unit.context, unit.write)
+        rec = _Recorder(unit.context, unit.write, unit.workspace)
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
             choice = self.router.choose(
@@ -1116,9 +1174,9 @@ class AsyncDriver(_Core):
             except PgSearchError as exc:
                 node_failed = _node_failure(exc, choice.node)
                 if node_failed:
-                    self.router.failed(choice.node, exc)
+                    self._node_failed(choice.node, exc)
                     excluded.add(choice.node)
-                    if isinstance(exc, StoreUnavailable):
+                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         await self._pools[choice.node].check()
                 if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
                     self._publish(rec.record(exc))
@@ -1137,6 +1195,7 @@ class AsyncDriver(_Core):
         pool = self._pools[choice.node]
         try:
             conn = await pool.getconn()
+            self._handed_out[choice.node] = time.monotonic()
         except PoolTimeout as exc:
             raise self._error(
                 exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
@@ -1147,7 +1206,7 @@ class AsyncDriver(_Core):
             await self._rollback(conn)
             raise
         finally:
-            await pool.putconn(conn)
+            await self._put(pool, conn)
 
     async def _on(self, conn: AsyncConnection, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
         run = _Run(self, unit, choice, rec)

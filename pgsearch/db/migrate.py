@@ -184,8 +184,14 @@ MIGRATE_LOCK_TIMEOUT_MS = 500
 MIGRATE_PATIENCE_S = 120.0
 
 
-def migrate(dsn: str, revision: str = "head", *, downgrade: bool = False) -> str | None:
-    """Upgrade (or downgrade) the schema; returns the revision now current."""
+def migrate(
+    dsn: str, revision: str = "head", *, downgrade: bool = False, distribute: bool = False
+) -> str | None:
+    """Upgrade (or downgrade) the schema; returns the revision now current.
+
+    With `distribute`, once the revisions ran, tables still local are distributed
+    over Citus with their rows, in one transaction (`pgsearch.db.citus.convert`).
+    """
     from alembic import command
     from alembic.runtime.migration import MigrationContext
     from sqlalchemy import text
@@ -224,6 +230,16 @@ def migrate(dsn: str, revision: str = "head", *, downgrade: bool = False) -> str
                         conn.rollback()
                         log.info("migration waiting for busy tables: %s", _first_line(exc))
                         time.sleep(random.uniform(0.05, 0.5))
+                if distribute:
+                    from pgsearch.db import citus
+
+                    try:
+                        converted = citus.convert(conn)
+                    except Exception:
+                        conn.rollback()  # the lock is released on a usable connection
+                        raise
+                    conn.commit()
+                    log.info("distributed over Citus: %s", ", ".join(converted) or "nothing to do")
                 current: str | None = MigrationContext.configure(
                     conn, opts={"version_table": VERSION_TABLE}
                 ).get_current_revision()

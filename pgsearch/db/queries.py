@@ -24,21 +24,23 @@ SELECT pg_advisory_xact_lock(hashtextextended(%(ws)s || chr(31) || %(path)s, 726
 """
 
 LOCK_FILE = """
-SELECT size, lines, digest, parser FROM ingested_files
+SELECT size, lines, digest, parser, head_digest, tail_digest FROM ingested_files
 WHERE workspace_id = %(ws)s AND path = %(path)s FOR UPDATE
 """
 
 FILE_RECORDS = """
-SELECT path, size, lines, digest, parser FROM ingested_files
+SELECT path, size, lines, digest, parser, head_digest, tail_digest FROM ingested_files
 WHERE workspace_id = %(ws)s AND path = ANY(%(paths)s::text[])
 """
 
 RECORD_FILE = """
-INSERT INTO ingested_files (workspace_id, path, size, lines, digest, parser, updated_at)
-VALUES (%(ws)s, %(path)s, %(size)s, %(lines)s, %(digest)s, %(parser)s, now())
+INSERT INTO ingested_files
+    (workspace_id, path, size, lines, digest, parser, head_digest, tail_digest, updated_at)
+VALUES (%(ws)s, %(path)s, %(size)s, %(lines)s, %(digest)s, %(parser)s, %(head)s, %(tail)s, now())
 ON CONFLICT (workspace_id, path) DO UPDATE
 SET size = EXCLUDED.size, lines = EXCLUDED.lines, digest = EXCLUDED.digest,
-    parser = EXCLUDED.parser, updated_at = EXCLUDED.updated_at
+    parser = EXCLUDED.parser, head_digest = EXCLUDED.head_digest,
+    tail_digest = EXCLUDED.tail_digest, updated_at = EXCLUDED.updated_at
 """
 
 ENSURE_SESSIONS = """
@@ -230,6 +232,69 @@ SELECT session_id FROM sessions
 WHERE workspace_id = %(ws)s AND source = %(source)s ORDER BY session_id
 """
 
+# Records a file seen at a new path may have been ingested under: those whose first
+# window is this file's, and those of the files its sessions came from.
+MOVED_CANDIDATES = """
+SELECT path, size, lines, digest, parser, head_digest, tail_digest FROM ingested_files
+WHERE workspace_id = %(ws)s AND head_digest = ANY(%(heads)s::text[])
+UNION
+SELECT f.path, f.size, f.lines, f.digest, f.parser, f.head_digest, f.tail_digest
+FROM sessions AS s
+JOIN ingested_files AS f ON f.workspace_id = s.workspace_id AND f.path = s.source
+WHERE s.workspace_id = %(ws)s AND s.session_id = ANY(%(ids)s::text[])
+"""
+
+# A file, or every file under a directory, recorded at `old` is re-homed at `new`:
+# its record, the sessions it gave, their waiting titles and their tombstones.
+RELOCATE_CONFLICTS = """
+SELECT path FROM ingested_files
+WHERE workspace_id = %(ws)s AND (path = %(new)s OR starts_with(path, %(new)s || '/'))
+ORDER BY path LIMIT 5
+"""
+
+RELOCATE: tuple[LiteralString, ...] = (
+    """
+UPDATE ingested_files SET path = %(new)s || substr(path, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (path = %(old)s OR starts_with(path, %(old)s || '/'))
+RETURNING path
+""",
+    """
+UPDATE sessions SET source = %(new)s || substr(source, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (source = %(old)s OR starts_with(source, %(old)s || '/'))
+RETURNING session_id
+""",
+    """
+UPDATE leaf_titles SET source = %(new)s || substr(source, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (source = %(old)s OR starts_with(source, %(old)s || '/'))
+RETURNING leaf_uuid
+""",
+    """
+UPDATE forgotten_sessions SET source = %(new)s || substr(source, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (source = %(old)s OR starts_with(source, %(old)s || '/'))
+RETURNING session_id
+""",
+)
+
+# A session the user forgot stays forgotten: ingest skips its entries (by its id, or
+# by the file it came from) until they are asked for back.
+FORGET_TOMBSTONE = """
+INSERT INTO forgotten_sessions (workspace_id, session_id, source)
+VALUES (%(ws)s, %(session_id)s, %(source)s)
+ON CONFLICT (workspace_id, session_id) DO UPDATE
+SET source = EXCLUDED.source, forgotten_at = now()
+"""
+
+FORGOTTEN_AMONG = """
+SELECT session_id FROM forgotten_sessions
+WHERE workspace_id = %(ws)s AND (session_id = ANY(%(ids)s::text[]) OR source = %(source)s)
+ORDER BY session_id
+"""
+
+RESTORE_FORGOTTEN = """
+DELETE FROM forgotten_sessions WHERE workspace_id = %(ws)s AND source = %(source)s
+RETURNING session_id
+"""
+
 FORGET_WORKSPACE: tuple[LiteralString, ...] = (
     "DELETE FROM messages WHERE workspace_id = %(ws)s",
     "DELETE FROM sessions WHERE workspace_id = %(ws)s",
@@ -237,7 +302,17 @@ FORGET_WORKSPACE: tuple[LiteralString, ...] = (
     "DELETE FROM workspace_stats WHERE workspace_id = %(ws)s",
     "DELETE FROM ingested_files WHERE workspace_id = %(ws)s",
     "DELETE FROM leaf_titles WHERE workspace_id = %(ws)s",
+    "DELETE FROM forgotten_sessions WHERE workspace_id = %(ws)s",
 )
+
+# The calls an appended tool result answers, when they came in an earlier append:
+# the session's tool calls keep their ids in `extra` (read through the primary key).
+TOOL_CALL_NAMES = """
+SELECT extra -> 'tool_call_ids', tool_name FROM messages
+WHERE workspace_id = %(ws)s AND session_id = %(session_id)s AND kind = 'tool_input'
+  AND extra -> 'tool_call_ids' ?| %(ids)s::text[]
+ORDER BY seq DESC
+"""
 
 # --- reading ------------------------------------------------------------------------
 
@@ -268,6 +343,7 @@ TENANT_TABLES = (
     "vocabulary",
     "ingested_files",
     "leaf_titles",
+    "forgotten_sessions",
 )
 
 TABLE_SIZES = """
@@ -502,12 +578,18 @@ _CANDIDATE_COLUMNS: LiteralString = (
     "FROM messages m WHERE "
 )
 
+#: Newest first: by time, and on equal times (entries without a time of their own
+#: take the one before theirs) the later entry of a session first, so what was
+#: appended last is on top. ``messages_created_idx`` gives the time and session
+#: order; the seq order is an incremental sort within one session's equal times.
+NEWEST_FIRST: LiteralString = "m.created_at DESC, m.session_id, m.seq DESC"
+
 # When more than the cap match, the cap keeps the documents that cover the most
 # IDF-weighted query units (``unit_q``/``unit_w``), newest first on ties.
 _BY_COVERAGE: LiteralString = (
     " ORDER BY (SELECT coalesce(sum(u.w), 0) "
     "FROM unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w) "
-    "WHERE m.tsv @@ u.q) DESC, m.created_at DESC, m.session_id, m.seq"
+    "WHERE m.tsv @@ u.q) DESC, " + NEWEST_FIRST
 )
 
 
@@ -529,7 +611,7 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
             unit_w=[weight for _, weight in plan.coverage],
         )
     elif plan.newest_first:
-        sql += " ORDER BY m.created_at DESC, m.session_id, m.seq"
+        sql += " ORDER BY " + NEWEST_FIRST
     return sql + " LIMIT %(cap)s", params
 
 
@@ -543,7 +625,8 @@ def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
 def browse_sql(
     filters: Filters, *, per_session: bool, after: BrowsePosition | None, limit: int
 ) -> tuple[LiteralString, dict[str, Any]]:
-    """Newest entries in scope (optionally the newest per session), keyset-paged."""
+    """Newest entries in scope (optionally the newest per session), keyset-paged in
+    `NEWEST_FIRST` order after the position ``after``."""
     sql: LiteralString = (
         "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at FROM messages m WHERE "
         + _filter_sql(filters, "m")
@@ -553,7 +636,8 @@ def browse_sql(
     if after is not None:
         sql += (
             " AND (m.created_at < %(c_time)s OR (m.created_at = %(c_time)s"
-            " AND (m.session_id, m.seq) > (%(c_sid)s, %(c_seq)s)))"
+            " AND (m.session_id > %(c_sid)s OR (m.session_id = %(c_sid)s"
+            " AND m.seq < %(c_seq)s))))"
         )
         params.update(c_time=after[0], c_sid=after[1], c_seq=after[2])
     if per_session:
@@ -562,5 +646,45 @@ def browse_sql(
             + _filter_sql(filters, "n", session=False)
             + " AND n.session_id = m.session_id AND n.seq > m.seq)"
         )
-    sql += " ORDER BY m.created_at DESC, m.session_id, m.seq LIMIT %(limit)s"
+    sql += " ORDER BY " + NEWEST_FIRST + " LIMIT %(limit)s"
     return sql, params
+
+
+# --- serving: one session, the schema revision, API tokens ---------------------------
+
+SESSION_INFO = """
+SELECT session_id, title, message_count, created_at, updated_at, source, parent_session_id
+FROM sessions WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+"""
+
+SCHEMA_VERSIONS = "SELECT version_num FROM pgsearch_alembic_version"
+
+_TOKEN_COLUMNS = (
+    "token_id, workspace_id, session_id, can_write, rate_per_second, label, created_at, revoked_at"
+)
+
+CREATE_TOKEN = (
+    "INSERT INTO api_tokens (token_id, token_hash, workspace_id, session_id, can_write,"
+    " rate_per_second, label)"
+    " VALUES (%(token_id)s, %(token_hash)s, %(ws)s, %(session_id)s, %(can_write)s,"
+    " %(rate)s, %(label)s)"
+    " RETURNING " + _TOKEN_COLUMNS
+)
+
+TOKEN_BY_HASH = (
+    "SELECT " + _TOKEN_COLUMNS + " FROM api_tokens"
+    " WHERE token_hash = %(token_hash)s AND revoked_at IS NULL"
+)
+
+LIST_TOKENS = "SELECT " + _TOKEN_COLUMNS + " FROM api_tokens ORDER BY created_at, token_id"
+
+LIST_WORKSPACE_TOKENS = (
+    "SELECT " + _TOKEN_COLUMNS + " FROM api_tokens WHERE workspace_id = %(ws)s"
+    " ORDER BY created_at, token_id"
+)
+
+REVOKE_TOKEN = (
+    "UPDATE api_tokens SET revoked_at = now()"
+    " WHERE token_id = %(token_id)s AND revoked_at IS NULL"
+    " RETURNING " + _TOKEN_COLUMNS
+)

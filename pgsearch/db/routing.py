@@ -187,13 +187,20 @@ LIMIT 1""",
     )
 
 
+#: Seconds one read may spend finding out whether a standby is back before others
+#: may try too (it normally reports much sooner, through `accept` or `failed`).
+TRIAL_SECONDS = 10.0
+
+
 @dataclass(slots=True)
 class _Standby:
     name: str
     #: Until this monotonic time the standby is passed over (down, or lagging).
     skip_until: float = 0.0
-    #: Failures to reach it in a row (sets the back-off).
+    #: Back-offs in a row (each failure after the standby was tried again).
     failures: int = 0
+    #: While a read tries a standby that was down, until when the others wait.
+    trial_until: float = 0.0
     warned_primary: bool = False
 
 
@@ -294,6 +301,7 @@ class ReplicaRouter:
         in_recovery, replayed, lag_ms = probe_rows[0]
         with self._lock:
             standby.failures = 0
+            standby.trial_until = 0.0
             if not in_recovery:
                 if not standby.warned_primary:
                     standby.warned_primary = True
@@ -328,8 +336,12 @@ class ReplicaRouter:
         standby = self._by_name.get(node)
         if standby is None or not isinstance(error, StoreUnavailable):
             return  # a recovery conflict: the driver retries elsewhere, the node is fine
+        now = time.monotonic()
         with self._lock:
+            if standby.skip_until > now and not standby.trial_until:
+                return  # another read in flight found out already: no new back-off
             standby.failures += 1
+            standby.trial_until = 0.0
             backoff = min(DOWN_BACKOFF * 2 ** (standby.failures - 1), DOWN_BACKOFF_MAX)
-            standby.skip_until = time.monotonic() + backoff * random.uniform(0.8, 1.2)
+            standby.skip_until = now + backoff * random.uniform(0.8, 1.2)
         log.warning("%s unavailable (%s): reads go elsewhere for %.0f s", node, error, backoff)

@@ -20,6 +20,16 @@ distributed by workspace later without a rewrite.
 - ``leaf_titles`` holds titles that name their session through one of its messages
   (Claude Code ``summary`` lines, ``leafUuid``) until, and after, that message is
   stored; ``messages_entry_idx`` finds the message.
+- ``forgotten_sessions`` keeps the sessions a user forgot (a tombstone with the file
+  they came from), so that ingesting that file again does not bring them back;
+  ``ingested_files.head_digest``/``tail_digest`` are digests of bounded windows of
+  the bytes read, to check a grown file cheaply and to recognise a moved one
+  (migration 0005).
+
+- ``api_tokens`` holds the bearer tokens of `pgsearch serve` as SHA-256 hashes, each
+  bound to a workspace (optionally one session) and to read or read/write
+  (migration 0006). It is not a tenant table: a token is found before its workspace
+  is known.
 
 Row Level Security on the tenant tables (migration 0002) is not part of this
 metadata: its policies show a role that does not own the tables only the rows of
@@ -33,6 +43,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Float,
     ForeignKeyConstraint,
     Index,
     Integer,
@@ -40,6 +51,7 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     Table,
     Text,
+    UniqueConstraint,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
@@ -88,6 +100,7 @@ sessions = Table(
         postgresql_with={"fastupdate": "off"},
     ),
     Index("sessions_updated_idx", "workspace_id", text("updated_at DESC")),
+    Index("sessions_source_idx", "workspace_id", "source"),
 )
 
 messages = Table(
@@ -167,7 +180,21 @@ ingested_files = Table(
     Column("digest", Text, nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     Column("parser", Text),
+    Column("head_digest", Text),
+    Column("tail_digest", Text),
     PrimaryKeyConstraint("workspace_id", "path", name="ingested_files_pkey"),
+    Index("ingested_files_head_idx", "workspace_id", "head_digest"),
+)
+
+forgotten_sessions = Table(
+    "forgotten_sessions",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("source", Text),
+    Column("forgotten_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    PrimaryKeyConstraint("workspace_id", "session_id", name="forgotten_sessions_pkey"),
+    Index("forgotten_sessions_source_idx", "workspace_id", "source"),
 )
 
 leaf_titles = Table(
@@ -190,4 +217,21 @@ settings_table = Table(
     Column("key", Text, nullable=False),
     Column("value", Text, nullable=False),
     PrimaryKeyConstraint("key", name="pgsearch_meta_pkey"),
+)
+
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("token_id", Text, nullable=False),
+    Column("token_hash", Text, nullable=False),
+    Column("workspace_id", Text, nullable=False),
+    Column("session_id", Text),
+    Column("can_write", Boolean, nullable=False, server_default=text("false")),
+    Column("rate_per_second", Float),
+    Column("label", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    Column("revoked_at", DateTime(timezone=True)),
+    PrimaryKeyConstraint("token_id", name="api_tokens_pkey"),
+    UniqueConstraint("token_hash", name="api_tokens_hash_key"),
+    Index("api_tokens_workspace_idx", "workspace_id", "created_at"),
 )

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any, LiteralString, TypeVar
 
 from pgsearch.db import queries as q
+from pgsearch.db.connector import HEAD_REVISION
 from pgsearch.db.driver import AsyncDriver, Driver, DriverConfig, Tx
 from pgsearch.db.routing import router_for
 from pgsearch.db.work import (
@@ -36,16 +37,17 @@ from pgsearch.db.work import (
     returning,
     savepoint,
 )
-from pgsearch.errors import NotFound, StoreError
+from pgsearch.errors import IngestError, NotFound, StoreError
 from pgsearch.normalize import stem
-from pgsearch.policy import scrub_secrets
-from pgsearch.rows import StoredMessage, TableSize
+from pgsearch.policy import scrub_secrets, split_tool_names
+from pgsearch.rows import ApiToken, StoredMessage, TableSize
 from pgsearch.types import SessionInfo, WorkspaceStats
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "FIELDS_STAT",
+    "HEAD_REVISION",
     "AsyncDriver",
     "Deltas",
     "Driver",
@@ -115,6 +117,10 @@ class FileRecord:
     digest: str
     #: ``format/version`` of the mapping the file was read with (None: before 0004).
     parser: str | None = None
+    #: SHA-256 of the first and of the last `pgsearch.ingest.FILE_WINDOW` bytes read
+    #: (None: recorded before 0005, when `digest` covered every byte read).
+    head_digest: str | None = None
+    tail_digest: str | None = None
 
 
 @dataclass(slots=True)
@@ -152,7 +158,7 @@ def _json(value: dict[str, Any] | None) -> str | None:
 
 
 def _file_record(row: Sequence[Any]) -> FileRecord:
-    return FileRecord(row[0], int(row[1]), int(row[2]), row[3], row[4])
+    return FileRecord(row[0], int(row[1]), int(row[2]), row[3], row[4], row[5], row[6])
 
 
 def _session_state(row: Sequence[Any]) -> SessionState:
@@ -208,7 +214,7 @@ def lock_file(ws: str, path: str) -> Work[FileRecord | None]:
             "lock file",
             q.LOCK_FILE,
             {"ws": ws, "path": path},
-            decode=lambda r: FileRecord(path, int(r[0]), int(r[1]), r[2], r[3]),
+            decode=lambda r: FileRecord(path, int(r[0]), int(r[1]), r[2], r[3], r[4], r[5]),
         ),
     )
     return rows[0] if rows else None
@@ -233,9 +239,49 @@ def record_file(ws: str, record: FileRecord) -> Work[None]:
                 "lines": record.lines,
                 "digest": record.digest,
                 "parser": record.parser,
+                "head": record.head_digest,
+                "tail": record.tail_digest,
             },
         )
     )
+
+
+def moved_candidates(
+    ws: str, heads: Sequence[str], session_ids: Iterable[str]
+) -> Work[list[FileRecord]]:
+    """Records whose first window digest is one of `heads`, or of the files the
+    sessions `session_ids` came from (a file seen at a new path may be one of them)."""
+    return (
+        yield from fetch(
+            Statement(
+                "moved candidates",
+                q.MOVED_CANDIDATES,
+                {"ws": ws, "heads": list(heads), "ids": sorted(set(session_ids))},
+                _file_record,
+            )
+        )
+    )
+
+
+def relocate(ws: str, old: str, new: str) -> Work[int]:
+    """Re-home what was recorded at `old` (a file, or the files under a directory) at
+    `new`; returns how many file records moved. Refused when `new` holds records."""
+    conflicts = yield from fetch(
+        Statement("relocate conflicts", q.RELOCATE_CONFLICTS, {"ws": ws, "new": new}, _first)
+    )
+    if conflicts and old != new:
+        raise IngestError(
+            f"cannot relocate to {new}: files are already recorded there in workspace "
+            f"{ws!r} ({', '.join(conflicts)})",
+            path=new,
+        )
+    files, *_ = yield from fetch_all(
+        [
+            Statement("relocate", statement, {"ws": ws, "old": old, "new": new}, _first)
+            for statement in q.RELOCATE
+        ]
+    )
+    return len(files)
 
 
 def sessions_from_source(ws: str, source: str) -> Work[list[str]]:
@@ -359,6 +405,32 @@ def update_session(ws: str, state: SessionState, tsv: str, field_len: int) -> Wo
     )
 
 
+def tool_call_names(ws: str, calls: dict[str, set[str]]) -> Work[dict[str, dict[str, str]]]:
+    """For each session of `calls`, the tool name of each of its call ids called
+    earlier in that session (the latest call of an id wins); unknown ids are left out.
+    One round trip."""
+    sessions = sorted(calls)
+    results = yield from fetch_all(
+        [
+            Statement(
+                "tool call names",
+                q.TOOL_CALL_NAMES,
+                {"ws": ws, "session_id": sid, "ids": sorted(calls[sid])},
+                lambda r: (r[0] if isinstance(r[0], list) else [], str(r[1] or "")),
+            )
+            for sid in sessions
+        ]
+    )
+    found: dict[str, dict[str, str]] = {}
+    for sid, rows in zip(sessions, results, strict=True):
+        names = found.setdefault(sid, {})
+        for ids, tool_name in rows:
+            for call_id, name in zip(ids, split_tool_names(tool_name), strict=False):
+                if isinstance(call_id, str):
+                    names.setdefault(call_id, name)
+    return found
+
+
 # --- titles naming their session through a message (Claude Code summaries) ---------
 
 
@@ -448,9 +520,15 @@ def apply_deltas(ws: str, deltas: Deltas, *, final: bool = False) -> Work[None]:
 # --- forget ---------------------------------------------------------------------------
 
 
-def forget_session(ws: str, session_id: str, deltas: Deltas) -> Work[int]:
+def forget_session(
+    ws: str, session_id: str, deltas: Deltas, *, tombstone: bool = False
+) -> Work[int]:
     """Delete one session; returns how many messages went (`NotFound` if none existed).
 
+    With `tombstone` (the user forgot it) a session that came from a file is
+    remembered as forgotten, and the file's record stays: ingesting the file again
+    skips the session (`forgotten_among`) instead of bringing it back. Without, the
+    file's record goes too, so the file is read again whole (a rewrite).
     Deltas are updated; the caller applies them in the same transaction.
     """
     messages, _, sessions = yield from fetch_all(
@@ -489,11 +567,44 @@ def forget_session(ws: str, session_id: str, deltas: Deltas) -> Work[int]:
     if field_terms:
         deltas.indexed[FIELDS_STAT] -= 1
         deltas.length[FIELDS_STAT] -= int(field_len)
-    if source:
+    if source and tombstone:
+        yield from execute(
+            Statement(
+                "forget tombstone",
+                q.FORGET_TOMBSTONE,
+                {"ws": ws, "session_id": session_id, "source": source},
+            )
+        )
+    elif source:
         yield from execute(
             Statement("delete session files", q.DELETE_SESSION_FILES, {"ws": ws, "paths": [source]})
         )
     return len(messages)
+
+
+def forgotten_among(ws: str, session_ids: Iterable[str], source: str) -> Work[set[str]]:
+    """Which of `session_ids`, or of the sessions that came from `source`, the user
+    forgot."""
+    rows = yield from fetch(
+        Statement(
+            "forgotten sessions",
+            q.FORGOTTEN_AMONG,
+            {"ws": ws, "ids": sorted(set(session_ids)), "source": source},
+            _first,
+        )
+    )
+    return {str(r) for r in rows}
+
+
+def restore_forgotten(ws: str, source: str) -> Work[list[str]]:
+    """Drop the tombstones of the sessions forgotten from `source`; returns their ids."""
+    return (
+        yield from fetch(
+            Statement(
+                "restore forgotten", q.RESTORE_FORGOTTEN, {"ws": ws, "source": source}, _first
+            )
+        )
+    )
 
 
 def forget_workspace(ws: str) -> Work[int]:
@@ -515,11 +626,15 @@ def forget_workspace(ws: str) -> Work[int]:
 
 
 def forget(ws: str, session_id: str | None) -> Work[int]:
-    """Delete a session (or the whole workspace) with its statistics, in one unit."""
+    """Delete a session (or the whole workspace) with its statistics, in one unit.
+
+    A forgotten session stays forgotten when its file is ingested again
+    (`forget_session`); forgetting a workspace removes everything of it, tombstones
+    included, so ingesting its files again starts afresh."""
     if session_id is None:
         return (yield from forget_workspace(ws))
     deltas = Deltas()
-    count = yield from forget_session(ws, session_id, deltas)
+    count = yield from forget_session(ws, session_id, deltas, tombstone=True)
     yield from apply_deltas(ws, deltas, final=True)
     return count
 
@@ -534,17 +649,7 @@ def list_sessions(ws: str, *, limit: int, offset: int) -> Work[list[SessionInfo]
                 "list sessions",
                 q.LIST_SESSIONS,
                 {"ws": ws, "limit": limit, "offset": offset},
-                # Titles are shown wherever sessions are listed: scrubbed as an
-                # excerpt would be.
-                lambda r: SessionInfo(
-                    session_id=r[0],
-                    title=scrub_secrets(r[1]) if r[1] else r[1],
-                    message_count=r[2],
-                    created_at=r[3],
-                    updated_at=r[4],
-                    source=r[5],
-                    parent_session_id=r[6],
-                ),
+                _session_info,
             ),
             final=True,
         )
@@ -639,6 +744,111 @@ def message_estimate(*, citus: bool = False) -> Work[float]:
 
 def maintenance(statement: LiteralString) -> Work[None]:
     yield from execute(Statement("maintenance", statement), final=True)
+
+
+def _session_info(r: Sequence[Any]) -> SessionInfo:
+    # Titles are shown wherever sessions are listed: scrubbed as an excerpt would be.
+    return SessionInfo(
+        session_id=r[0],
+        title=scrub_secrets(r[1]) if r[1] else r[1],
+        message_count=r[2],
+        created_at=r[3],
+        updated_at=r[4],
+        source=r[5],
+        parent_session_id=r[6],
+    )
+
+
+def session_info(ws: str, session_id: str) -> Work[SessionInfo | None]:
+    """One session as `list_sessions` shows it; None when it does not exist."""
+    rows = yield from fetch(
+        Statement(
+            "session info", q.SESSION_INFO, {"ws": ws, "session_id": session_id}, _session_info
+        ),
+        final=True,
+    )
+    return rows[0] if rows else None
+
+
+def schema_versions() -> Work[list[str]]:
+    """The revisions the version table records (exactly `HEAD_REVISION` when current)."""
+    return (
+        yield from fetch(Statement("schema versions", q.SCHEMA_VERSIONS, decode=_first), final=True)
+    )
+
+
+# --- API tokens (`pgsearch serve`) --------------------------------------------------
+
+
+def _api_token(r: Sequence[Any]) -> ApiToken:
+    return ApiToken(
+        token_id=r[0],
+        workspace_id=r[1],
+        session_id=r[2],
+        can_write=bool(r[3]),
+        rate_per_second=None if r[4] is None else float(r[4]),
+        label=r[5],
+        created_at=r[6],
+        revoked_at=r[7],
+    )
+
+
+def create_token(
+    ws: str,
+    *,
+    token_id: str,
+    token_hash: str,
+    session_id: str | None,
+    can_write: bool,
+    rate: float | None,
+    label: str | None,
+) -> Work[ApiToken]:
+    rows = yield from fetch(
+        Statement(
+            "create token",
+            q.CREATE_TOKEN,
+            {
+                "token_id": token_id,
+                "token_hash": token_hash,
+                "ws": ws,
+                "session_id": session_id,
+                "can_write": can_write,
+                "rate": rate,
+                "label": label,
+            },
+            _api_token,
+        ),
+        final=True,
+    )
+    return rows[0]
+
+
+def token_by_hash(token_hash: str) -> Work[ApiToken | None]:
+    """The live (unrevoked) token whose secret hashes to `token_hash`, if any."""
+    rows = yield from fetch(
+        Statement("token by hash", q.TOKEN_BY_HASH, {"token_hash": token_hash}, _api_token),
+        final=True,
+    )
+    return rows[0] if rows else None
+
+
+def list_tokens(ws: str | None) -> Work[list[ApiToken]]:
+    if ws is None:
+        statement = Statement("list tokens", q.LIST_TOKENS, decode=_api_token)
+    else:
+        statement = Statement(
+            "list workspace tokens", q.LIST_WORKSPACE_TOKENS, {"ws": ws}, _api_token
+        )
+    return (yield from fetch(statement, final=True))
+
+
+def revoke_token(token_id: str) -> Work[ApiToken | None]:
+    """Revoke a live token; None when no live token has that id."""
+    rows = yield from fetch(
+        Statement("revoke token", q.REVOKE_TOKEN, {"token_id": token_id}, _api_token),
+        final=True,
+    )
+    return rows[0] if rows else None
 
 
 class Store:

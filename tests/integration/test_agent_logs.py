@@ -120,7 +120,8 @@ def test_summary_titles_do_not_depend_on_the_order_files_arrive(pg: PgSearch, ds
     chosen = CLAUDE / "summaries" / "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f.jsonl"
     assert pg.forget(workspace="w", session_id=chosen.stem) == 4
     assert_statistics_exact(dsn, "w")
-    pg.ingest_file(chosen, workspace="w")  # comes back, titled again from the stored line
+    # Asked back, it comes back titled again from the stored line.
+    pg.ingest_file(chosen, workspace="w", include_forgotten=True)
     assert titles(pg, "w")[chosen.stem] == "Nightly export time zone fix"
     assert_statistics_exact(dsn, "w")
 

@@ -317,3 +317,59 @@ def _scanned(plan: Any) -> set[str]:
         for item in plan:
             found |= _scanned(item)
     return found
+
+
+def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Statements of the ingest write path beyond inserting: naming appended tool
+    results after their call, tombstones of forgotten sessions, files found again by
+    their digest."""
+    from pgsearch.db import queries as q
+
+    ws = "ws-a"
+    return {
+        "tool call names": (
+            q.TOOL_CALL_NAMES,
+            {"ws": ws, "session_id": "ws-a-s3", "ids": ["c1", "c7"]},
+        ),
+        "forget tombstone": (
+            q.FORGET_TOMBSTONE,
+            {"ws": ws, "session_id": "ws-a-s3", "source": "/logs/ws-a-s3.jsonl"},
+        ),
+        "forgotten among": (
+            q.FORGOTTEN_AMONG,
+            {"ws": ws, "ids": ["ws-a-s3", "ws-a-s4"], "source": "/logs/ws-a-s3.jsonl"},
+        ),
+        "restore forgotten": (q.RESTORE_FORGOTTEN, {"ws": ws, "source": "/logs/ws-a-s3.jsonl"}),
+        "sessions from source": (
+            q.SESSIONS_FROM_SOURCE,
+            {"ws": ws, "source": "/logs/ws-a-s3.jsonl"},
+        ),
+        "moved candidates": (
+            q.MOVED_CANDIDATES,
+            {"ws": ws, "heads": ["0" * 64], "ids": ["ws-a-s3", "ws-a-s4"]},
+        ),
+        "relocate conflicts": (q.RELOCATE_CONFLICTS, {"ws": ws, "new": "/new/logs"}),
+        **{
+            f"relocate {i}": (statement, {"ws": ws, "old": "/old/logs", "new": "/new/logs"})
+            for i, statement in enumerate(q.RELOCATE)
+        },
+    }
+
+
+def test_ingest_lifecycle_statements_use_an_index(big_dsn: str) -> None:
+    from pgsearch.db import queries as q
+
+    bad = []
+    with psycopg.connect(big_dsn) as conn, conn.transaction(force_rollback=True):
+        conn.execute("SET LOCAL enable_seqscan = off")
+        for name, (statement, params) in _lifecycle_statements().items():
+            plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
+            assert plan is not None
+            if _scanned(plan[0]) & set(q.TENANT_TABLES):
+                bad.append(f"{name}: {sorted(_scanned(plan[0]))}")
+        names = conn.execute(
+            _lifecycle_statements()["tool call names"][0],
+            _lifecycle_statements()["tool call names"][1],
+        ).fetchall()
+        assert names, "the fixture's tool calls keep their ids"
+    assert bad == []

@@ -214,10 +214,11 @@ def test_forget_keeps_statistics_exact(pg: PgSearch, dsn: str) -> None:
     assert_statistics_exact(dsn, "other")
 
 
-def test_forget_then_reingest_restores(pg: PgSearch, dsn: str) -> None:
+def test_forget_then_reingest_restores_only_when_asked(pg: PgSearch, dsn: str) -> None:
     pg.ingest_paths([EXAMPLES], workspace="w")
     pg.forget(workspace="w", session_id="deploy-keys")
-    report = pg.ingest_paths([EXAMPLES], workspace="w")
+    assert pg.ingest_paths([EXAMPLES], workspace="w").messages == 0
+    report = pg.ingest_paths([EXAMPLES], workspace="w", include_forgotten=True)
     assert report.messages == 6
     assert_statistics_exact(dsn, "w")
 

@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from pgsearch import PgSearch, SessionQueryRequest, Settings, StoreError
+from pgsearch import InvalidQuery, PgSearch, SessionQueryRequest, Settings, StoreError
 from pgsearch.db.driver import Driver
 from pgsearch.db.work import Statement
 from pgsearch.excerpt import utf8_len
@@ -224,3 +224,36 @@ def test_the_largest_allowed_query_finishes_inside_the_timeout(big_dsn: str) -> 
         elapsed = time.monotonic() - started
     assert elapsed * 1000 < settings.statement_timeout_ms
     assert len(result.matches) <= MAX_LIMIT
+
+
+def test_the_largest_allowed_cjk_query_finishes_inside_the_timeout(dsn: str) -> None:
+    """A CJK run counts as one word, so its pairs are bounded by the lookup limit
+    instead: the longest run allowed, every pair a distinct stored term, is cheap."""
+    from pgsearch.plan import max_lookups
+
+    settings = Settings.from_env({}, dsn=dsn)
+    n_pairs = max_lookups(settings.max_query_terms)
+    run = "".join(chr(0x4E00 + i) for i in range(n_pairs + 1))
+    with PgSearch.connect(settings=settings) as pg:
+        for s in range(20):
+            pg.append(
+                workspace=WS,
+                session_id=f"cjk-{s}",
+                messages=[
+                    {
+                        "role": "user",
+                        # Every message holds most pairs; one holds the whole run.
+                        "content": run if s == i == 0 else run[: n_pairs - i] + "。",
+                        "created_at": (T0 + timedelta(minutes=s * 100 + i)).isoformat(),
+                    }
+                    for i in range(10)
+                ],
+            )
+        provider = pg.provider(workspace=WS)
+        started = time.monotonic()
+        result = provider.search(SessionQueryRequest(query=run, limit=50))
+        elapsed = time.monotonic() - started
+        with pytest.raises(InvalidQuery, match="distinct terms to look up"):
+            provider.search(SessionQueryRequest(query=run + "丁"))
+    assert elapsed * 1000 < settings.statement_timeout_ms
+    assert result.matches[0].session_id == "cjk-0" and result.matches[0].seq == 0

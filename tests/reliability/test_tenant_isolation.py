@@ -174,7 +174,13 @@ def tenants(dsn: str, app_role: str, tmp_path: Path) -> Iterator[Tenants]:
                 + "\n",
                 encoding="utf-8",
             )
+            # A session ingested from a file and forgotten: a tombstone.
+            (folder / f"{ws}-regret.jsonl").write_text(
+                json.dumps({"role": "user", "content": f"regretted {word}"}) + "\n",
+                encoding="utf-8",
+            )
             assert not pg.ingest_paths([folder], workspace=ws).errors
+            pg.forget(workspace=ws, session_id=f"{ws}-regret")
         yield Tenants(owner_dsn=dsn, app_dsn=app_dsn, settings=settings, pg=pg)
 
 

@@ -291,6 +291,89 @@ def test_clip_note_counts_the_bytes_left_out(text: str, max_bytes: int) -> None:
     assert utf8_len(kept) + count == utf8_len(text)
 
 
+# -- long texts: bounded work ---------------------------------------------------------
+
+
+def test_a_huge_text_is_matched_only_around_its_first_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pgsearch.excerpt as excerpt_module
+
+    read: list[int] = []
+    real = excerpt_module.match_spans
+
+    def counting(text: str, terms: object) -> list[tuple[int, int]]:
+        read.append(len(text))
+        return real(text, terms)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(excerpt_module, "match_spans", counting)
+    filler = "Der Prozess schlug fehl: Zeitüberschreitung beim Öffnen der Datei. "
+    text = filler * 15_000 + "the needle is here " + filler * 15_000  # about 2 MB
+    excerpt = make_excerpt(text, ["needle"], MAX_EXCERPT_BYTES)
+    assert f"{MARK_OPEN}needle{MARK_CLOSE} is here" in excerpt
+    assert excerpt.startswith(ELLIPSIS) and excerpt.endswith(ELLIPSIS)
+    assert utf8_len(excerpt) <= MAX_EXCERPT_BYTES
+    assert unmarked(excerpt) in flat(text)
+    # Only the block holding the match and the slice around it are matched word by word.
+    assert sum(read) < 20 * MAX_EXCERPT_BYTES, read
+
+
+def test_a_huge_ascii_text_is_matched_by_one_pattern() -> None:
+    text = "lorem ipsum dolor " * 200_000 + "Needle_in haystack needles"
+    assert match_spans(text[-40:], ["needle", "haystack"]) == [(14, 20), (24, 32)]
+    excerpt = make_excerpt(text, ["needle"], 100)
+    assert excerpt.endswith(f"{MARK_OPEN}Needle{MARK_CLOSE}_in haystack needles")
+
+
+LONG = st.lists(st.sampled_from(["ab ", "cdé ", "e\u0301f ", "東京タワー ", "한 ", "x\n\n", "😀 "]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(LONG, LONG, st.integers(1, 4), st.integers(40, MAX_EXCERPT_BYTES))
+def test_long_texts_keep_every_excerpt_promise(
+    before: list[str], after: list[str], repeat: int, max_bytes: int
+) -> None:
+    text = "".join(before) * (40 * repeat) + " needle " + "".join(after) * (40 * repeat)
+    excerpt = make_excerpt(text, ["needle"], max_bytes)
+    assert utf8_len(excerpt) <= max_bytes
+    assert "\ufffd" not in excerpt
+    assert unmarked(excerpt) in flat(text)
+    if max_bytes >= 60:
+        assert f"{MARK_OPEN}needle{MARK_CLOSE}" in excerpt
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(st.sampled_from(list("aB1 _-é\n")), max_size=300),
+    st.sampled_from(["ab", "b1", "a" * 64]),
+)
+def test_the_ascii_pattern_marks_what_word_by_word_matching_marks(text: str, term: str) -> None:
+    text = text.replace("é", "e")  # ASCII only: the pattern's side
+    words = [
+        (m.start(), m.end())
+        for m in re.finditer(r"[A-Za-z0-9]+", text)
+        if m.group().lower()[:64] == term
+    ]
+    assert match_spans(text, [term]) == words
+
+
+WORDY = st.text(st.sampled_from(list("ab AB1_-.cdé\u0301ßøİ東京タ한\n\u3002😀")), max_size=400)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    WORDY,
+    st.lists(st.sampled_from(["ab", "cde", "ss", "o", "i", "東京", "京", "한", "b1"]), max_size=3),
+)
+def test_matching_by_pattern_and_regions_marks_what_word_by_word_marks(
+    text: str, terms: list[str]
+) -> None:
+    from pgsearch.excerpt import _merge, _word_spans
+
+    wanted = frozenset(terms)
+    assert match_spans(text, wanted) == _merge(_word_spans(text, wanted, 0, len(text)))
+
+
 def test_excerpt_of_a_long_identifier_shows_the_identifier() -> None:
     text = (
         "The cache was warm when we started. "

@@ -271,3 +271,16 @@ def test_stem_leaves_non_latin_and_short_terms_alone() -> None:
     assert stem("東京") == "東京"
     assert stem("c") == "c"
     assert stem("550e8400") == "550e8400"
+
+
+def test_cjk_runs_are_numbered_across_the_query() -> None:
+    words, phrases = query_words("東京タワー、写真 deploy")
+    assert [(w.text, w.run) for w in words] == [
+        ("東京", 0),
+        ("京タ", 0),
+        ("タワ", 0),
+        ("ワー", 0),
+        ("写真", 1),
+        ("deploy", None),
+    ]
+    assert phrases == [["東京", "京タ", "タワ", "ワー", "写真"]]

@@ -460,6 +460,85 @@ def test_the_trace_shows_strategy_drivers_expansions_and_stop_like_words() -> No
     assert "browse" in SearchTrace(mode="browse").describe()
 
 
+def test_a_japanese_sentence_counts_its_cjk_runs_as_phrases() -> None:
+    sentence = (
+        "昨日の会議で決まった新しいデータベースの移行手順を確認してから本番環境に反映してください"
+    )
+    assert len(sentence) >= 37
+    query = parse(sentence)  # 44 characters, 43 pairs: one run, one phrase
+    assert query.searched_words == 1
+    assert len(query.texts) == len(set(sentence[i : i + 2] for i in range(len(sentence) - 1)))
+    mixed = parse("東京タワー、写真 deploy 大阪城")
+    assert mixed.searched_words == 4  # three runs and one word
+
+
+def test_query_limits_count_work_not_characters() -> None:
+    config = Settings(max_query_terms=4)
+    parse_query("東京タワーの写真を送ってください a b c", max_terms=4)
+    with pytest.raises(InvalidQuery, match=r"5 distinct words \(a run of CJK characters"):
+        parse_query("東京 大阪 京都 奈良 神戸", max_terms=config.max_query_terms)
+    run = "".join(chr(0x4E00 + i) for i in range(33))  # 32 distinct pairs: the limit
+    parse_query(run, max_terms=4)
+    with pytest.raises(InvalidQuery, match=r"33 distinct terms to look up .* the limit is 32"):
+        parse_query(run + "丁", max_terms=4)
+
+
+def test_kind_filters_decide_whether_a_title_or_summary_match_is_a_hit() -> None:
+    from pgsearch.plan import alone_fields
+
+    assert alone_fields(("user_text", "assistant_text", "tool_input", "tool_error")) == (
+        "title",
+        "summary",
+    )
+    assert alone_fields(("summary",)) == ("summary",)
+    assert alone_fields(("user_text",)) == ()
+    query = parse("kubernetes ingress")
+    groups = tuple(
+        choose_expansions(
+            query, known(query, {"kubernetes": 2, "ingress": 2}), max_expansions=8
+        ).values()
+    )
+    rows = [
+        FieldRow(
+            session_id="titled",
+            field_len=3,
+            tfs={"kubernetes": 1, "ingress": 1},
+            in_title=frozenset({"kubernetes", "ingress"}),
+        ),
+        FieldRow(
+            session_id="both",
+            field_len=6,
+            tfs={"kubernetes": 2, "ingress": 1},
+            in_title=frozenset({"kubernetes", "ingress"}),
+            in_summary=frozenset({"kubernetes"}),
+        ),
+    ]
+    every = field_hits(rows, groups, stats(100, n_fields=10))
+    assert {sid: h.matched_in for sid, h in every.items()} == {"titled": "title", "both": "title"}
+    summaries = field_hits(rows, groups, stats(100, n_fields=10), alone=("summary",))
+    assert {sid: h.matched_in for sid, h in summaries.items()} == {
+        "titled": None,
+        "both": "summary",
+    }
+    assert summaries["titled"].boost == every["titled"].boost  # still boosts its messages
+    assert list(orphan_hits([], summaries)) == ["both"]
+    none = field_hits(rows, groups, stats(100, n_fields=10), alone=())
+    assert orphan_hits([], none) == {}
+    anchor = StoredMessage(
+        session_id="titled",
+        seq=0,
+        entry_id=None,
+        kind="user_text",
+        role="user",
+        turn=0,
+        tool_name=None,
+        created_at=T0,
+        content="hello",
+        arguments="",
+    )
+    assert score_candidates([], groups, stats(100), none, {"titled": anchor}) == []
+
+
 # --- typos in dense vocabularies, evidence and titles --------------------------------
 
 

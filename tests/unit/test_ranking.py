@@ -207,7 +207,7 @@ def test_per_session_keeps_each_sessions_best_hit() -> None:
     assert len(rank(hits, per_session=False)) == 5
 
 
-def test_ties_go_to_the_newest_then_a_stable_order() -> None:
+def test_ties_go_to_the_newest_then_the_later_seq_then_a_stable_order() -> None:
     hits = [
         hit("b", 1, 5.0, minutes=1),
         hit("a", 2, 5.0, minutes=1),
@@ -215,7 +215,7 @@ def test_ties_go_to_the_newest_then_a_stable_order() -> None:
         hit("z", 0, 5.0, minutes=9),
         hit("y", 0, 7.0, minutes=0),
     ]
-    expected = [("y", 0), ("z", 0), ("a", 1), ("a", 2), ("b", 1)]
+    expected = [("y", 0), ("z", 0), ("a", 2), ("a", 1), ("b", 1)]
     for seed in range(5):
         shuffled = hits[:]
         random.Random(seed).shuffle(shuffled)
@@ -308,8 +308,8 @@ def test_session_evidence_lifts_a_session_answering_in_several_turns() -> None:
     ranked = rank(ranking.add_session([lucky, *steady], 0.3), per_session=True)
     # Alone, the lucky single match (5.0) beats any one steady turn (4.0); with the
     # session's three best turns as evidence (4.0 + 0.3 x 12.0 against 5.0 + 0.3 x
-    # 5.0), the steady session leads.
-    assert ids(ranked) == [("steady", 0), ("lucky", 0)]
+    # 5.0), the steady session leads (its equal turns: the later seq first).
+    assert ids(ranked) == [("steady", 3), ("lucky", 0)]
     assert ids(rank([lucky, *steady], per_session=True))[0] == ("lucky", 0)
 
 

@@ -1,0 +1,528 @@
+"""The ASGI application of `pgsearch serve`: the JSON API and the page, on Starlette.
+
+One `AsyncPgSearch` (one asyncio connection pool) serves every request; handlers
+await its units of work directly, so no thread sits between a request and its
+connection. Each request under ``/v1/`` is authenticated first:
+
+- the bearer token names the scope (workspace, optionally one session, read or
+  read/write); nothing in the request can widen it: a ``workspace_id`` or
+  ``session_id`` naming anything else is refused (403), and page cursors are bound
+  to the scope they were made in;
+- no or an unknown token is 401; a read-only token writing, or any request outside
+  the token's scope, is 403;
+- each token has a request rate (its own, else the server's default): past it, 429
+  with ``Retry-After``.
+
+``pgsearch serve --open`` is the local single-user mode: no token, one fixed scope,
+and the server only listens on 127.0.0.1.
+
+Every error is JSON, ``{"error": {"code": ..., "message": ...}}``, with a code
+from `ERROR_CODES` that never changes meaning. Tokens found in the database are
+kept for `ServeConfig.token_cache_seconds`, so a revocation takes effect within
+that time and a busy client costs one token lookup per interval, not per request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from pgsearch.aio import AsyncPgSearch, AsyncProvider
+from pgsearch.errors import (
+    ConfigError,
+    IngestError,
+    InvalidQuery,
+    NotFound,
+    PgSearchError,
+    ScopeError,
+    StoreError,
+)
+from pgsearch.rows import ApiToken
+from pgsearch.settings import Settings
+from pgsearch.types import Scope
+from pgsearch.web import inputs
+from pgsearch.web.limits import RateLimiter
+from pgsearch.web.openapi import openapi_document
+
+log = logging.getLogger(__name__)
+
+#: Stable error codes and their HTTP statuses.
+ERROR_CODES = {
+    "invalid_query": 400,
+    "unauthorized": 401,
+    "scope": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "too_large": 413,
+    "rate_limited": 429,
+    "internal": 500,
+    "unavailable": 503,
+}
+#: Requests per second of a token that names no rate of its own.
+DEFAULT_RATE = 50.0
+#: Tokens remembered at most (a flood of distinct tokens only costs lookups).
+TOKEN_CACHE_SIZE = 10_000
+#: Failed token checks a client address may cause per second: each costs a lookup,
+#: so guessing (or a misconfigured client) cannot load the database.
+FAILED_AUTH_RATE = 20.0
+
+STATIC = resources.files("pgsearch.web") / "static"
+#: The page runs only its own scripts and styles and talks only to this origin.
+PAGE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeConfig:
+    """How `pgsearch serve` answers (the command line's options)."""
+
+    #: Local single-user mode: every request gets this scope, no token is asked.
+    open_scope: Scope | None = None
+    #: In open mode, whether appends and ingests are allowed.
+    open_write: bool = False
+    #: `POST /v1/append` answers (else 404).
+    enable_append: bool = False
+    #: `POST /v1/ingest` answers for files under these directories (none: 404).
+    ingest_roots: tuple[Path, ...] = ()
+    default_rate: float = DEFAULT_RATE
+    token_cache_seconds: float = 5.0
+
+
+class ApiError(Exception):
+    """An error answer: a stable code, its status and a message."""
+
+    def __init__(self, code: str, message: str, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = ERROR_CODES[code]
+        self.message = message
+        self.headers = headers or {}
+
+
+def error_response(code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": code, "message": message}},
+        status_code=ERROR_CODES[code],
+        headers=headers,
+    )
+
+
+def _from_library(exc: PgSearchError) -> ApiError:
+    if isinstance(exc, ScopeError):
+        return ApiError("scope", str(exc))
+    if isinstance(exc, InvalidQuery | ConfigError | IngestError):
+        return ApiError("invalid_query", str(exc))
+    if isinstance(exc, NotFound):
+        return ApiError("not_found", str(exc))
+    if isinstance(exc, StoreError):
+        return ApiError("unavailable", str(exc), headers={"Retry-After": "1"})
+    return ApiError("internal", str(exc))
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is asking: the scope their credential pins, and what they may do."""
+
+    scope: Scope
+    can_write: bool
+    #: Rate-limit key and rate.
+    key: str
+    rate: float
+    token_id: str | None = None
+
+
+@dataclass(slots=True)
+class _Tokens:
+    """Tokens found recently, by the SHA-256 of their secret."""
+
+    ttl: float
+    found: dict[str, tuple[ApiToken, float]] = field(default_factory=dict)
+
+    def get(self, secret: str) -> ApiToken | None:
+        hit = self.found.get(_digest(secret))
+        if hit is None or hit[1] < time.monotonic():
+            return None
+        return hit[0]
+
+    def put(self, secret: str, token: ApiToken) -> None:
+        if self.ttl <= 0:
+            return
+        if len(self.found) >= TOKEN_CACHE_SIZE:
+            self.found.clear()
+        self.found[_digest(secret)] = (token, time.monotonic() + self.ttl)
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Api:
+    """The handlers, sharing one `AsyncPgSearch`, the token cache and the buckets."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.pg: AsyncPgSearch | None = None
+        self.limiter = RateLimiter()
+        self.tokens = _Tokens(ttl=config.token_cache_seconds)
+
+    @property
+    def db(self) -> AsyncPgSearch:
+        if self.pg is None:  # pragma: no cover  (the lifespan opens it before serving)
+            raise ApiError("unavailable", "the server is starting")
+        return self.pg
+
+    # --- authentication ---------------------------------------------------------------
+
+    async def caller(
+        self, request: Request, *, write: bool = False, params: tuple[str, ...] = ()
+    ) -> Caller:
+        """Who sent `request` (else 401/403/429); query parameters beyond `params`
+        (and ``workspace_id``) are refused, so a misspelt one never goes unnoticed."""
+        caller = await self._identify(request)
+        wait = self.limiter.take(caller.key, caller.rate)
+        if wait > 0:
+            raise ApiError(
+                "rate_limited",
+                f"this token may make {caller.rate:g} requests per second; retry in {wait:.2f} s",
+                headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+            )
+        inputs.check_params(request.query_params, params)
+        inputs.check_workspace_field(request.query_params.get("workspace_id"), caller.scope)
+        if write and not caller.can_write:
+            raise ApiError(
+                "scope",
+                "this token is read-only; writing needs one made with "
+                "`pgsearch token create --write`",
+            )
+        return caller
+
+    async def _identify(self, request: Request) -> Caller:
+        config = self.config
+        if config.open_scope is not None:
+            return Caller(
+                scope=config.open_scope,
+                can_write=config.open_write,
+                key="local",
+                rate=config.default_rate,
+            )
+        header = request.headers.get("authorization")
+        challenge = {"WWW-Authenticate": 'Bearer realm="pgsearch"'}
+        if not header:
+            raise ApiError(
+                "unauthorized",
+                "a bearer token is needed (Authorization: Bearer pgs_...); "
+                "make one with `pgsearch token create -w WORKSPACE`",
+                headers=challenge,
+            )
+        scheme, _, secret = header.strip().partition(" ")
+        secret = secret.strip()
+        if scheme.lower() != "bearer" or not secret:
+            raise ApiError(
+                "unauthorized",
+                "the Authorization header must be 'Bearer <token>'",
+                headers=challenge,
+            )
+        token = self.tokens.get(secret)
+        if token is None:
+            address = request.client.host if request.client else "unknown"
+            wait = self.limiter.peek("failed:" + address, FAILED_AUTH_RATE)
+            if wait > 0:
+                raise ApiError(
+                    "rate_limited",
+                    f"too many failed token checks from {address}; retry in {wait:.2f} s",
+                    headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+                )
+            token = await self.db.authenticate(secret)
+            if token is None:
+                self.limiter.take("failed:" + address, FAILED_AUTH_RATE)
+                raise ApiError(
+                    "unauthorized", "the token is unknown or was revoked", headers=challenge
+                )
+            self.tokens.put(secret, token)
+        return Caller(
+            scope=Scope(workspace=token.workspace_id, session_id=token.session_id),
+            can_write=token.can_write,
+            key=token.token_id,
+            rate=token.rate_per_second or config.default_rate,
+            token_id=token.token_id,
+        )
+
+    # --- handlers ---------------------------------------------------------------------
+
+    async def search(self, request: Request) -> Response:
+        caller = await self.caller(request)
+        body = await _json_body(request, inputs.MAX_SEARCH_BODY)
+        query, capped = inputs.search_request(body, caller.scope)
+        result = await self._provider(caller).search(query)
+        data = result.to_json()
+        if capped:
+            data["limit_capped"] = {"limit": query.limit}
+        return JSONResponse(data)
+
+    async def around(self, request: Request) -> Response:
+        caller = await self.caller(request, params=("seq", "before", "after"))
+        seq, before, after = inputs.around_params(request.query_params)
+        session = _session_param(request)
+        window = await self._provider(caller).around(session, seq, before=before, after=after)
+        return JSONResponse(window.to_json())
+
+    async def messages(self, request: Request) -> Response:
+        caller = await self.caller(request, params=("start_seq", "limit"))
+        start, limit = inputs.page_params(request.query_params)
+        session = _session_param(request)
+        window = await self._provider(caller).session_messages(
+            session, start_seq=start, limit=limit
+        )
+        return JSONResponse(window.to_json())
+
+    async def session(self, request: Request) -> Response:
+        caller = await self.caller(request)
+        session = caller.scope.narrow(_session_param(request))
+        info = await self.db.session_info(workspace=caller.scope.workspace, session_id=session)
+        if info is None:
+            raise ApiError(
+                "not_found", f"no session {session!r} in workspace {caller.scope.workspace!r}"
+            )
+        return JSONResponse(info.to_json())
+
+    async def sessions(self, request: Request) -> Response:
+        caller = await self.caller(request, params=("limit", "offset"))
+        limit, offset = inputs.sessions_params(request.query_params)
+        scope = caller.scope
+        if scope.session_id is not None:
+            # A token for one session lists that session alone.
+            info = await self.db.session_info(
+                workspace=scope.workspace, session_id=scope.session_id
+            )
+            rows = [info] if info is not None and offset == 0 else []
+        else:
+            rows = await self.db.sessions(workspace=scope.workspace, limit=limit, offset=offset)
+        return JSONResponse(
+            {
+                "workspace_id": scope.workspace,
+                "sessions": [s.to_json() for s in rows],
+                "next_offset": offset + len(rows) if len(rows) == limit else None,
+            }
+        )
+
+    async def stats(self, request: Request) -> Response:
+        caller = await self.caller(request)
+        if caller.scope.session_id is not None:
+            raise ApiError(
+                "scope",
+                f"this token is bound to session {caller.scope.session_id!r}; "
+                "workspace statistics need a token for the whole workspace",
+            )
+        stats = await self.db.stats(workspace=caller.scope.workspace)
+        return JSONResponse(stats.to_json())
+
+    async def whoami(self, request: Request) -> Response:
+        caller = await self.caller(request)
+        return JSONResponse(
+            {
+                "workspace_id": caller.scope.workspace,
+                "session_id": caller.scope.session_id,
+                "write": caller.can_write,
+                "token_id": caller.token_id,
+                "rate_per_second": caller.rate,
+                "append": self.config.enable_append,
+                "ingest": bool(self.config.ingest_roots),
+            }
+        )
+
+    async def append(self, request: Request) -> Response:
+        if not self.config.enable_append:
+            raise ApiError(
+                "not_found", "appending is not enabled on this server (pgsearch serve --append)"
+            )
+        caller = await self.caller(request, write=True)
+        body = await _json_body(request, inputs.MAX_APPEND_BODY)
+        session, messages = inputs.append_body(body, caller.scope)
+        count = await self.db.append(
+            workspace=caller.scope.workspace, session_id=session, messages=messages
+        )
+        return JSONResponse({"session_id": session, "appended": count})
+
+    async def ingest(self, request: Request) -> Response:
+        roots = self.config.ingest_roots
+        if not roots:
+            raise ApiError(
+                "not_found",
+                "ingesting files is not enabled on this server (pgsearch serve --ingest-root DIR)",
+            )
+        caller = await self.caller(request, write=True)
+        body = await _json_body(request, inputs.MAX_SEARCH_BODY)
+        path, session, fmt = inputs.ingest_body(body, caller.scope)
+        from pgsearch.ingest import confine
+
+        try:
+            confine(Path(path), list(roots))
+        except IngestError as exc:
+            raise ApiError("scope", exc.reason) from None
+        result = await self.db.ingest_file(
+            path, workspace=caller.scope.workspace, session_id=session, roots=roots, format=fmt
+        )
+        if result.error is not None:
+            raise ApiError("invalid_query", str(result.error))
+        return JSONResponse(
+            {
+                "path": result.path,
+                "workspace_id": result.workspace or caller.scope.workspace,
+                "format": result.format,
+                "sessions": sorted(result.sessions),
+                "messages": result.messages,
+                "skipped": result.skipped,
+                "unchanged": result.unchanged,
+                "bad_lines": result.bad_lines,
+                "warnings": [str(w) for w in result.warnings],
+            }
+        )
+
+    async def healthz(self, request: Request) -> Response:
+        from pgsearch.db.store import HEAD_REVISION
+
+        versions = await self.db.schema_versions()
+        if versions != [HEAD_REVISION]:
+            raise ApiError(
+                "unavailable",
+                f"the database schema is at {', '.join(versions) or 'no revision'}, this "
+                f"server needs {HEAD_REVISION}; run `pgsearch migrate`",
+            )
+        return JSONResponse({"status": "ok", "schema_revision": HEAD_REVISION})
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    async def page(self, request: Request) -> Response:
+        html = (STATIC / "index.html").read_bytes()
+        return Response(html, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+    def _provider(self, caller: Caller) -> AsyncProvider:
+        return self.db.provider(
+            workspace=caller.scope.workspace, session_id=caller.scope.session_id
+        )
+
+
+def _session_param(request: Request) -> str:
+    value = request.path_params["session_id"]
+    assert isinstance(value, str)
+    return value
+
+
+async def _json_body(request: Request, limit: int) -> dict[str, Any]:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiError("too_large", f"the request body is over {limit:,} bytes")
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError("too_large", f"the request body is over {limit:,} bytes")
+        chunks.append(chunk)
+    return inputs.decode_json(b"".join(chunks))
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _guarded(handler: Handler) -> Handler:
+    """`handler` with every failure answered as a JSON error."""
+
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return error_response(exc.code, exc.message, exc.headers)
+        except PgSearchError as exc:
+            err = _from_library(exc)
+            if err.code in ("unavailable", "internal"):
+                log.warning("%s %s: %s", request.method, request.url.path, exc)
+            return error_response(err.code, err.message, err.headers)
+        except Exception:
+            log.exception("%s %s failed", request.method, request.url.path)
+            return error_response("internal", "the server failed to answer; see its log")
+
+    return run
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        return error_response(
+            "method_not_allowed",
+            f"{request.method[:20]} is not allowed here",
+            dict(exc.headers or {}),  # Allow: the methods that are
+        )
+    if exc.status_code == 404:
+        return error_response("not_found", f"no such path: {request.url.path[:200]}")
+    return error_response("invalid_query", str(exc.detail))
+
+
+def create_app(
+    config: ServeConfig,
+    *,
+    settings: Settings | None = None,
+    pg: AsyncPgSearch | None = None,
+) -> Starlette:
+    """The ASGI app. It opens its own `AsyncPgSearch` from `settings` when it starts
+    (and closes it when it stops), unless one is given in `pg`."""
+    api = Api(config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if pg is not None:
+            api.pg = pg
+            yield
+            return
+        api.pg = await AsyncPgSearch.connect(settings=settings)
+        try:
+            yield
+        finally:
+            await api.pg.close()
+
+    def route(path: str, handler: Handler, method: str) -> Route:
+        return Route(path, _guarded(handler), methods=[method])
+
+    routes = [
+        route("/", api.page, "GET"),
+        route("/healthz", api.healthz, "GET"),
+        route("/openapi.json", api.openapi, "GET"),
+        route("/v1/whoami", api.whoami, "GET"),
+        route("/v1/search", api.search, "POST"),
+        route("/v1/sessions", api.sessions, "GET"),
+        route("/v1/sessions/{session_id:path}/around", api.around, "GET"),
+        route("/v1/sessions/{session_id:path}/messages", api.messages, "GET"),
+        route("/v1/sessions/{session_id:path}", api.session, "GET"),
+        route("/v1/stats", api.stats, "GET"),
+        route("/v1/append", api.append, "POST"),
+        route("/v1/ingest", api.ingest, "POST"),
+        Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error},
+    )
+    app.state.api = api
+    return app

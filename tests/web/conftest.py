@@ -1,0 +1,170 @@
+"""Live servers for the HTTP tests: the real app on uvicorn, on a real database.
+
+Each server runs in a thread of the test process on a port the system picks
+(127.0.0.1 only), with its own event loop and its own `AsyncPgSearch`; requests
+go over real sockets. The corpus is the bundled examples plus a long generated
+session (so the session view has pages), in two workspaces.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import uvicorn
+
+from pgsearch import PgSearch, Settings
+from pgsearch.db.migrate import migrate
+from pgsearch.web.app import ServeConfig, create_app
+from tests.conftest import EXAMPLES, Databases
+
+WORKSPACE = "acme"
+OTHER = "rival"
+LONG = "long-session"
+T0 = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
+
+
+def long_session() -> list[dict[str, Any]]:
+    """60 messages; a few of them about the retry budget, far apart."""
+    out: list[dict[str, Any]] = []
+    for i in range(60):
+        role = "user" if i % 2 == 0 else "assistant"
+        text = f"step {i}: checking the deployment pipeline stage {i}"
+        if i in (7, 33, 52):
+            text = f"step {i}: the retry budget of the payment webhook was exhausted"
+        out.append(
+            {
+                "role": role,
+                "content": text,
+                "created_at": (T0 + timedelta(minutes=i)).isoformat(),
+                **({"title": "Webhook retries"} if i == 0 else {}),
+            }
+        )
+    return out
+
+
+class LiveServer:
+    """The app served by uvicorn in a thread; `url` is its base URL."""
+
+    def __init__(self, config: ServeConfig, settings: Settings) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.server = uvicorn.Server(
+            uvicorn.Config(
+                create_app(config, settings=settings),
+                log_level="warning",
+                access_log=False,
+                lifespan="on",
+            )
+        )
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+        self.sock.close()
+
+
+class Client:
+    """A JSON client with one token (or none)."""
+
+    def __init__(self, base: str, token: str | None) -> None:
+        self.base = base
+        self.http = requests.Session()
+        if token:
+            self.http.headers["Authorization"] = f"Bearer {token}"
+
+    def get(self, path: str, **params: Any) -> requests.Response:
+        return self.http.get(self.base + path, params=params, timeout=30)
+
+    def post(self, path: str, body: Any) -> requests.Response:
+        data = body if isinstance(body, bytes | str) else json.dumps(body)
+        return self.http.post(
+            self.base + path,
+            data=data,
+            headers={"Content-Type": "application/json"},
+            timeout=30,
+        )
+
+
+def error_code(response: requests.Response) -> str:
+    data = response.json()
+    assert set(data) == {"error"} and set(data["error"]) == {"code", "message"}, data
+    assert data["error"]["message"]
+    return str(data["error"]["code"])
+
+
+@pytest.fixture(scope="session")
+def http_dsn(databases: Databases) -> Iterator[str]:
+    """A database with the examples and a long session in two workspaces."""
+    name = databases.create(prefix="http")
+    dsn = databases.dsn(name)
+    migrate(dsn)
+    with PgSearch.connect(dsn) as pg:
+        pg.ingest_paths([EXAMPLES], workspace=WORKSPACE)
+        pg.ingest_paths([EXAMPLES / "deploy-keys.jsonl"], workspace=OTHER)
+        pg.append(workspace=WORKSPACE, session_id=LONG, messages=long_session())
+    yield dsn
+    databases.drop(name)
+
+
+@pytest.fixture(scope="session")
+def tokens(http_dsn: str) -> dict[str, str]:
+    """Secrets by role: read, write, pinned (one session), rival, slow (1 request/s)."""
+    with PgSearch.connect(http_dsn) as pg:
+        made = {
+            "read": pg.create_token(workspace=WORKSPACE, label="read"),
+            "write": pg.create_token(workspace=WORKSPACE, write=True),
+            "pinned": pg.create_token(workspace=WORKSPACE, session_id="cron-refactor"),
+            "pinned_write": pg.create_token(
+                workspace=WORKSPACE, session_id="cron-refactor", write=True
+            ),
+            "rival": pg.create_token(workspace=OTHER),
+            "slow": pg.create_token(workspace=WORKSPACE, rate=0.5),
+        }
+    return {k: v.secret for k, v in made.items()}
+
+
+@pytest.fixture(scope="session")
+def ingest_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ingest-root")
+
+
+@pytest.fixture(scope="session")
+def server(http_dsn: str, tokens: dict[str, str], ingest_root: Path) -> Iterator[LiveServer]:
+    """Token mode with appends and ingests on; tokens are looked up on every request."""
+    config = ServeConfig(enable_append=True, ingest_roots=(ingest_root,), token_cache_seconds=0)
+    with LiveServer(config, Settings.from_env(dsn=http_dsn)) as live:
+        yield live
+
+
+@pytest.fixture(scope="session")
+def plain_server(http_dsn: str, tokens: dict[str, str]) -> Iterator[LiveServer]:
+    """Token mode as `pgsearch serve` starts by default (no appends, no ingests)."""
+    with LiveServer(ServeConfig(), Settings.from_env(dsn=http_dsn)) as live:
+        yield live
+
+
+def client(live: LiveServer, token: str | None = None) -> Client:
+    return Client(live.url, token)
