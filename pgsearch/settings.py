@@ -138,6 +138,10 @@ class Settings:
     read_connect_timeout_ms: int = 1000
     #: Indexed text per message is capped; the full content is always stored.
     max_indexed_chars: int = 200_000
+    #: Bytes of a file ingest holds (read, parsed and indexed) at a time. A file in
+    #: pgsearch's format larger than this is streamed in pieces of about this size
+    #: within its one transaction, so memory stays bounded whatever the file's size.
+    ingest_chunk_bytes: int = 4 * 1024 * 1024
     index_policy: IndexPolicy = field(default_factory=IndexPolicy)
     #: Bind every transaction to its workspace (``SET LOCAL pgsearch.workspace_id``)
     #: for the Row Level Security policies of migration 0002. Needed, and then
@@ -164,6 +168,7 @@ class Settings:
             "pool_min": "PGSEARCH_POOL_MIN",
             "pool_max": "PGSEARCH_POOL_MAX",
             "max_indexed_chars": "PGSEARCH_MAX_INDEXED_CHARS",
+            "ingest_chunk_bytes": "PGSEARCH_INGEST_CHUNK_BYTES",
             "read_wait_ms": "PGSEARCH_READ_WAIT_MS",
             "read_max_lag_ms": "PGSEARCH_READ_MAX_LAG_MS",
             "read_connect_timeout_ms": "PGSEARCH_READ_CONNECT_TIMEOUT_MS",
@@ -246,6 +251,8 @@ class Settings:
             )
         if self.max_indexed_chars < 1:
             raise ConfigError("max_indexed_chars must be positive")
+        if self.ingest_chunk_bytes < 64 * 1024:
+            raise ConfigError("PGSEARCH_INGEST_CHUNK_BYTES must be at least 65536 (64 KiB)")
         if self.max_expansions < 1:
             raise ConfigError("max_expansions must be positive")
         if not 0 < self.trigram_threshold <= 1:

@@ -28,7 +28,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -185,6 +185,13 @@ class _Recorder:
     round_trips: int = 0
     statements: list[Statement[Any]] = field(default_factory=list)
     plans: list[str] = field(default_factory=list)
+    #: Keep the statements sent (only while someone `capture`s): a unit streaming a
+    #: large file sends its rows as parameters, which must not outlive their step.
+    keep: bool = True
+
+    def note(self, statements: Iterable[Statement[Any]]) -> None:
+        if self.keep:
+            self.statements.extend(s for s in statements if not _infrastructure(s))
 
     def reset(self, node: str) -> None:
         self.node = node
@@ -727,7 +734,7 @@ class Driver(_Core):
 
     def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
-        rec = _Recorder(unit.context, unit.write, unit.workspace)
+        rec = _Recorder(unit.context, unit.write, unit.workspace, keep=bool(self._captures))
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
             choice = self.router.choose(
@@ -808,7 +815,7 @@ class Driver(_Core):
                 continue
             out += self._pipeline(conn, run, rec)
             run = []
-            rec.statements.append(s)
+            rec.note((s,))
             rec.round_trips += 2  # COPY: the statement, then the data and its end
             with conn.cursor() as cur, cur.copy(s.sql, s.params) as copy:
                 for row in s.copy_rows:
@@ -823,7 +830,7 @@ class Driver(_Core):
         if not statements:
             return []
         rec.round_trips += 1
-        rec.statements += [s for s in statements if not _infrastructure(s)]
+        rec.note(statements)
         cursors = [conn.cursor(row_factory=_decoder(s)) for s in statements]
         if len(statements) == 1:
             cursors[0].execute(statements[0].sql, statements[0].params)
@@ -891,7 +898,7 @@ class Driver(_Core):
         )
         attempts = _attempts.get() or _Attempts()
         excluded = attempts.excluded
-        rec = _Recorder(context, write, workspace)
+        rec = _Recorder(context, write, workspace, keep=bool(self._captures))
         pool, conn, node, tx = self._open(unit, rec, excluded)
         token = _current_tx.set(tx)
         try:
@@ -1165,7 +1172,7 @@ class AsyncDriver(_Core):
 
     async def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
-        rec = _Recorder(unit.context, unit.write, unit.workspace)
+        rec = _Recorder(unit.context, unit.write, unit.workspace, keep=bool(self._captures))
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
             choice = self.router.choose(
@@ -1245,7 +1252,7 @@ class AsyncDriver(_Core):
                 continue
             out += await self._pipeline(conn, run, rec)
             run = []
-            rec.statements.append(s)
+            rec.note((s,))
             rec.round_trips += 2
             async with conn.cursor() as cur, cur.copy(s.sql, s.params) as copy:
                 for row in s.copy_rows:
@@ -1260,7 +1267,7 @@ class AsyncDriver(_Core):
         if not statements:
             return []
         rec.round_trips += 1
-        rec.statements += [s for s in statements if not _infrastructure(s)]
+        rec.note(statements)
         cursors = [conn.cursor(row_factory=_decoder(s)) for s in statements]
         if len(statements) == 1:
             await cursors[0].execute(statements[0].sql, statements[0].params)
