@@ -135,7 +135,7 @@ def _pgsearch_sessions_gone(dsn: str, timeout: float = 30.0) -> int:
 def crash_on_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(test_crash_safety, "wait_for_other_backends", _pgsearch_sessions_gone)
     monkeypatch.setattr(
-        test_crash_safety, "KILLS", int(os.environ.get("PGSEARCH_CRASH_KILLS", "2"))
+        test_crash_safety, "KILLS", int(os.environ.get("PGSEARCH_CRASH_KILLS", "3"))
     )
 
 

@@ -77,6 +77,7 @@ def _queries() -> list[str]:
         "deploy cluster",
         "flamingo zanzibar migration",
         "kubernets",  # typo: the trigram expansion
+        "catalgue acents",  # typos of title words: session titles read by the plan
         '"deploy cluster"',
         "resolve_dirs(config)",
         "zzzzzzzzzz",
