@@ -346,7 +346,10 @@ def test_syntax_in_queries_is_data_and_still_finds(
     result = corpus.pg.provider(workspace=WS).search(SessionQueryRequest(query=query))
     assert result.matches, query
     assert result.notice is None
-    assert expected.lower() in result.matches[0].excerpt.replace("**", "").lower()
+    # The query's words are searched as words: the text written with the syntax is
+    # among the first hits (others holding the same short words may outrank it).
+    excerpts = [m.excerpt.replace("**", "").lower() for m in result.matches[:3]]
+    assert any(expected.lower() in excerpt for excerpt in excerpts), excerpts
 
 
 @pytest.mark.parametrize("query", ["'%_%'", "%", "\\", "&|!", "\x00", "\ud800", "(((", "--"])
