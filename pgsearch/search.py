@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -31,7 +31,8 @@ from pgsearch.cursor import (
 )
 from pgsearch.db import reads
 from pgsearch.db.work import Statement, Step, Unit, Work, explained, fetch, fetch2
-from pgsearch.excerpt import clip, make_excerpt
+from pgsearch.deadline import Deadline
+from pgsearch.excerpt import READ_MARGIN_CHARS, clip, make_excerpt
 from pgsearch.plan import (
     FieldHit,
     Filters,
@@ -78,6 +79,8 @@ class Paging:
     fingerprint: str
     #: The position decoded from the request's cursor (None: the first page).
     after: list[Any] | None
+    #: The whole search's deadline (statements and excerpts).
+    deadline: Deadline = field(default_factory=lambda: Deadline.start(0))
 
     def next_cursor(self, position: list[Any]) -> str:
         return self.codec.encode(self.fingerprint, position)
@@ -123,6 +126,8 @@ class SearchEngine:
         query: ParsedQuery,
         explain: bool,
     ) -> Work[SessionQueryResult]:
+        # One deadline for everything this search does, from here on.
+        deadline = Deadline.start(self.settings.statement_timeout_ms)
         key = self._cursor_key
         if key is None:
             rows = yield from fetch(reads.cursor_key())
@@ -135,6 +140,7 @@ class SearchEngine:
             codec=codec,
             fingerprint=fingerprint,
             after=codec.decode(request.cursor, fingerprint) if request.cursor else None,
+            deadline=deadline,
         )
         plans: list[str] | None = [] if explain else None
         # Within one session "the best hit of each session" would be a single hit:
@@ -146,7 +152,10 @@ class SearchEngine:
             inner = self._no_words(filters)
         else:
             inner = self._ranked_search(filters, query, per_session, paging)
-        result, trace = yield from (inner if plans is None else explained(inner, plans))
+        bounded = reads.within(
+            inner if plans is None else explained(inner, plans), deadline, "searching"
+        )
+        result, trace = yield from bounded
         if plans is None:
             return result
         done = tuple(plans)
@@ -247,7 +256,12 @@ class SearchEngine:
         if not page:
             return []
         rows = yield from fetch(
-            reads.page_messages(workspace, [(h.session_id, h.seq) for h in page]), final=True
+            reads.page_messages(
+                workspace,
+                [(h.session_id, h.seq) for h in page],
+                chars=self.settings.max_indexed_chars + READ_MARGIN_CHARS,
+            ),
+            final=True,
         )
         return materialise(
             page,
@@ -255,6 +269,7 @@ class SearchEngine:
             workspace=workspace,
             excerpt_bytes=paging.excerpt_bytes,
             index_policy=self.settings.index_policy,
+            deadline=paging.deadline,
         )
 
 
@@ -274,9 +289,13 @@ def materialise(
     workspace: str,
     excerpt_bytes: int,
     index_policy: IndexPolicy,
+    deadline: Deadline | None = None,
 ) -> list[SessionMatch]:
     """The matches of a page: each hit's stored entry with an excerpt around its terms
-    (from the title or summary for a hit on those); hits no longer stored are left out."""
+    (from the title or summary for a hit on those); hits no longer stored are left out.
+
+    Once `deadline` has passed, the remaining excerpts look for their match in the
+    first block of text only (`make_excerpt`'s ``quick``)."""
     if not page:
         return []
     # The whole result stays under MAX_RESULT_BYTES whatever the page size asks.
@@ -287,9 +306,10 @@ def materialise(
         m = messages.get((hit.session_id, hit.seq))
         if m is None:
             continue
+        quick = deadline is not None and deadline.passed
         if hit.matched_in is not None:
             text = (m.summary if hit.matched_in == "summary" else m.title) or ""
-            excerpt = make_excerpt(policy.scrub_secrets(text), hit.matched, budget)
+            excerpt = make_excerpt(policy.scrub_secrets(text), hit.matched, budget, quick=quick)
         else:
             text = policy.indexable_text(
                 m.kind,
@@ -298,7 +318,7 @@ def materialise(
                 arguments=m.arguments,
                 policy=index_policy,
             )
-            excerpt = make_excerpt(text, hit.matched, budget)
+            excerpt = make_excerpt(text, hit.matched, budget, quick=quick)
         matches.append(
             SessionMatch(
                 workspace_id=workspace,

@@ -327,6 +327,9 @@ ORDER BY c.relname
 
 CURSOR_KEY = "SELECT value FROM pgsearch_meta WHERE key = 'cursor_key'"
 
+# What is left of a request's deadline, as the timeout of the statements after it.
+STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
+
 # Exact vocabulary terms, same-stem terms and (for 3-4 letter words) prefix terms of
 # the query words, all in one index-driven statement.
 EXPAND_EXACT = """
@@ -395,9 +398,13 @@ WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s AND s.tsv @@ %(t
 """
 
 
+# The entries of a page, each field read only as far as an excerpt can use it
+# (``chars``: the indexed prefix and some room): substr fetches a prefix of a long
+# value without reading (or decompressing) all of it.
 FETCH_MESSAGES = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
-       m.content, m.arguments, s.title, s.summary, s.parent_session_id
+       substr(m.content, 1, %(chars)s), substr(m.arguments, 1, %(chars)s),
+       substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id
 FROM messages m
 JOIN unnest(%(sids)s::text[], %(seqs)s::int[]) AS k(session_id, seq)
   ON m.workspace_id = %(ws)s AND m.session_id = k.session_id AND m.seq = k.seq
@@ -406,10 +413,10 @@ LEFT JOIN sessions s ON s.workspace_id = m.workspace_id AND s.session_id = m.ses
 
 
 # The entry a title/summary-only hit points at: the session's latest summary entry
-# for a summary match, else its first entry.
+# for a summary match, else its first entry (where it is, not its text).
 SESSION_ANCHOR_ENTRY = """
 SELECT DISTINCT ON (m.session_id) m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn,
-       m.tool_name, m.created_at, m.content, m.arguments
+       m.tool_name, m.created_at, '' AS content, '' AS arguments
 FROM messages m
 WHERE m.workspace_id = %(ws)s AND m.session_id = ANY(%(sids)s::text[])
 ORDER BY m.session_id,
