@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache, lru_cache
 
 from pgsearch.normalize import (
@@ -121,6 +121,12 @@ def _ascii_re(terms: frozenset[str]) -> re.Pattern[str] | None:
 _NON_ASCII_RE = re.compile(r"[^\x00-\x7f]+")
 
 
+@lru_cache(maxsize=65_536)
+def _normal_piece(piece: str) -> str:
+    """`normalize` of a CJK character or pair (few distinct ones recur)."""
+    return normalize(piece)
+
+
 def _word_spans(text: str, wanted: frozenset[str], start: int, end: int) -> list[tuple[int, int]]:
     """`match_spans` of ``text[start:end]`` word by word (words lie wholly inside)."""
     spans: list[tuple[int, int]] = []
@@ -134,7 +140,7 @@ def _word_spans(text: str, wanted: frozenset[str], start: int, end: int) -> list
             for i in range(len(word)):
                 for width in (2, 1):
                     piece = word[i : i + width]
-                    if len(piece) == width and normalize(piece) in wanted:
+                    if len(piece) == width and _normal_piece(piece) in wanted:
                         spans.append((m.start() + i, m.start() + i + width))
                         break
             continue
@@ -253,18 +259,56 @@ def _may_hold(block: str, ascii_terms: Sequence[str], other_terms: Sequence[str]
     return False
 
 
-def make_excerpt(text: str, terms: Iterable[str], max_bytes: int, *, quick: bool = False) -> str:
+def excerpt_around(
+    raw: str,
+    terms: Iterable[str],
+    max_bytes: int,
+    *,
+    clean: Callable[[str], str],
+    quick: bool = False,
+) -> str:
+    """`make_excerpt` of ``clean(raw)``, cleaning only a slice around the first match.
+
+    `clean` (secret scrubbing) may change lengths, so the match is found in `raw`,
+    and `READ_MARGIN_CHARS` either side of it are cleaned: every character an
+    excerpt can show is cleaned with that much context around it.
+    """
+    if len(raw) <= 2 * READ_MARGIN_CHARS:
+        return make_excerpt(clean(raw), terms, max_bytes, quick=quick)
+    wanted = frozenset(terms)
+    anchor = 0 if quick else first_match(raw, wanted) or 0
+    lo = _word_boundary(raw, max(anchor - READ_MARGIN_CHARS, 0), -1)
+    hi = _word_boundary(raw, min(anchor + READ_MARGIN_CHARS, len(raw)), 1)
+    return make_excerpt(
+        clean(raw[lo:hi]),
+        wanted,
+        max_bytes,
+        quick=quick,
+        more_before=lo > 0,
+        more_after=hi < len(raw),
+    )
+
+
+def make_excerpt(
+    text: str,
+    terms: Iterable[str],
+    max_bytes: int,
+    *,
+    quick: bool = False,
+    more_before: bool = False,
+    more_after: bool = False,
+) -> str:
     """At most `max_bytes` of `text` around the first match, matches marked.
 
     A text longer than `SCAN_BLOCK_CHARS` is cut from a slice around its first match
     (`first_match`), so the cost does not grow with the text. `quick` looks for the
-    match in the first block only (when time has run out).
+    match in the first block only (when time has run out). `more_before` and
+    `more_after` say that `text` is itself a slice of a longer text.
     """
     wanted = frozenset(terms)
-    more_before = more_after = False
     if quick and len(text) > SCAN_BLOCK_CHARS:
         end = _word_boundary(text, SCAN_BLOCK_CHARS, 1)
-        more_after = end < len(text)
+        more_after = more_after or end < len(text)
         text = text[:end]
     elif len(text) > SCAN_BLOCK_CHARS:
         anchor = first_match(text, wanted) or 0
@@ -272,7 +316,7 @@ def make_excerpt(text: str, terms: Iterable[str], max_bytes: int, *, quick: bool
         # its match; the slice leaves room for whitespace that collapses.
         lo = _word_boundary(text, max(anchor - max_bytes // 2 - _WORD_REACH, 0), -1)
         hi = _word_boundary(text, min(anchor + max_bytes + _WORD_REACH, len(text)), 1)
-        more_before, more_after = lo > 0, hi < len(text)
+        more_before, more_after = more_before or lo > 0, more_after or hi < len(text)
         text = text[lo:hi]
     # Composed (NFC) so that a decomposed word (``e`` + U+0301, Hangul jamo) is cut
     # into the same pieces `normalize` sees; canonically equivalent, so it reads alike.

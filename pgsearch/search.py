@@ -32,7 +32,7 @@ from pgsearch.cursor import (
 from pgsearch.db import reads
 from pgsearch.db.work import Statement, Step, Unit, Work, explained, fetch, fetch2
 from pgsearch.deadline import Deadline
-from pgsearch.excerpt import READ_MARGIN_CHARS, clip, make_excerpt
+from pgsearch.excerpt import READ_MARGIN_CHARS, clip, excerpt_around, make_excerpt
 from pgsearch.plan import (
     FieldHit,
     Filters,
@@ -311,14 +311,16 @@ def materialise(
             text = (m.summary if hit.matched_in == "summary" else m.title) or ""
             excerpt = make_excerpt(policy.scrub_secrets(text), hit.matched, budget, quick=quick)
         else:
-            text = policy.indexable_text(
+            raw = policy.indexable_raw(
                 m.kind,
                 m.content,
                 tool_names=policy.split_tool_names(m.tool_name),
                 arguments=m.arguments,
                 policy=index_policy,
             )
-            excerpt = make_excerpt(text, hit.matched, budget, quick=quick)
+            excerpt = excerpt_around(
+                raw, hit.matched, budget, clean=policy.scrub_secrets, quick=quick
+            )
         matches.append(
             SessionMatch(
                 workspace_id=workspace,

@@ -372,3 +372,22 @@ def test_matching_by_pattern_and_regions_marks_what_word_by_word_marks(
 
     wanted = frozenset(terms)
     assert match_spans(text, wanted) == _merge(_word_spans(text, wanted, 0, len(text)))
+
+
+def test_excerpt_around_cleans_only_a_slice_around_the_match() -> None:
+    from pgsearch.excerpt import READ_MARGIN_CHARS, excerpt_around
+
+    cleaned: list[int] = []
+
+    def clean(text: str) -> str:
+        cleaned.append(len(text))
+        return text.replace("hunter2", "[redacted]")
+
+    raw = "lorem ipsum " * 20_000 + "password hunter2 then the needle here " + "dolor " * 20_000
+    excerpt = excerpt_around(raw, ["needle"], 300, clean=clean)
+    assert f"{MARK_OPEN}needle{MARK_CLOSE}" in excerpt
+    assert "hunter2" not in excerpt and "[redacted]" in excerpt
+    assert excerpt.startswith(ELLIPSIS) and excerpt.endswith(ELLIPSIS)
+    assert cleaned and max(cleaned) <= 2 * READ_MARGIN_CHARS + 600
+    short = excerpt_around("a short needle text", ["needle"], 300, clean=clean)
+    assert short == f"a short {MARK_OPEN}needle{MARK_CLOSE} text"
