@@ -113,7 +113,7 @@ class AsyncPgSearch:
         thread, against its record as last stored; the write is one transaction on
         this object's pool (which reads the file again only if another writer changed
         its record in between)."""
-        ws, given, real = await asyncio.to_thread(
+        ws, given, real, pin = await asyncio.to_thread(
             partial(
                 self._ingestor.locate,
                 path,
@@ -140,6 +140,7 @@ class AsyncPgSearch:
             session_id,
             format,
             include_forgotten,
+            pin,
         )
         return await self._driver.run(unit)
 

@@ -243,6 +243,15 @@ class PgSearch:
             include_forgotten=include_forgotten,
         )
 
+    def relocate(
+        self, *, workspace: str, old: str | os.PathLike[str], new: str | os.PathLike[str]
+    ) -> int:
+        """Tell pgsearch that what it ingested from `old` (a file or a directory) now
+        lives at `new`, so that ingesting `new` reads on instead of refusing its
+        sessions. Returns how many file records moved. A moved file is also
+        recognised by its content when it is ingested at its new path."""
+        return self._driver.run(self._ingestor.relocate(workspace=workspace, old=old, new=new))
+
     def append(self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]) -> int:
         """Append messages to a session; they are searchable when this returns."""
         return self._driver.run(

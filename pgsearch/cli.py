@@ -220,8 +220,17 @@ def migrate(ctx: Context, revision: str, create: bool, downgrade: bool, distribu
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @workspace_option
+@click.option(
+    "--relocate",
+    nargs=2,
+    type=click.Path(path_type=str),
+    default=None,
+    metavar="OLD NEW",
+    help="What was ingested from OLD (a file or directory) now lives at NEW: re-home it, "
+    "then ingest NEW (or the PATHS given).",
+)
 @click.option(
     "--root",
     "roots",
@@ -275,6 +284,7 @@ def ingest(
     include_forgotten: bool,
     watch: bool,
     interval: float,
+    relocate: tuple[str, str] | None,
 ) -> None:
     """Ingest session files, or directories holding them.
 
@@ -292,7 +302,18 @@ def ingest(
 
     A session removed with `pgsearch forget` stays forgotten when its file is
     ingested or watched again; --include-forgotten brings it back.
+
+    A file that moved (its directory renamed) is recognised by its content at the
+    new path; --relocate OLD NEW says so explicitly for a whole tree.
     """
+    if relocate:
+        old, new = relocate
+        with ctx.open() as pg:
+            moved = pg.relocate(workspace=workspace, old=old, new=new)
+        _echo(f"relocated {moved} files from {old} to {new}", err=True)
+        paths = paths or (new,)
+    if not paths:
+        _fail("give the session files or directories to ingest")
     if watch:
         _watch(
             ctx,
@@ -707,8 +728,12 @@ def mcp_command(ctx: Context, dsn: str | None, workspace: str, session_id: str |
 
     if dsn:
         ctx.dsn = dsn
+    # Opened once here so that a wrong DSN, a schema out of date or a bad scope fail
+    # before the protocol starts (the embedded server is also migrated by it).
     with ctx.open() as pg:
-        mcp_server.serve_stdio(pg.provider(workspace=workspace, session_id=session_id))
+        pg.provider(workspace=workspace, session_id=session_id)
+        settings = pg.settings
+    mcp_server.serve_stdio(settings, workspace=workspace, session_id=session_id)
 
 
 @main.command("tool-schema")

@@ -51,7 +51,7 @@ from pgsearch.errors import ConfigError, IngestError
 from pgsearch.indexing import IndexedText, index_entry, index_session_fields
 from pgsearch.messages import Entry, entry_from_object
 from pgsearch.settings import Settings
-from pgsearch.sources import find_sources, read_source
+from pgsearch.sources import Pin, find_sources, open_source, read_source
 from pgsearch.types import MAX_ID_CHARS
 from pgsearch.validate import check_workspace
 
@@ -94,6 +94,8 @@ class FileResult:
     forgotten: int = 0
     #: Sessions forgotten earlier that this ingest brought back (`include_forgotten`).
     restored: list[str] = field(default_factory=list)
+    #: The path the file was ingested from before it moved here (recognised by content).
+    moved_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +110,43 @@ class Resume:
     unchanged: bool = False
 
 
+#: Bytes at each end of what was read from a file that its record keeps a digest of.
+#: A grown file whose first and last `FILE_WINDOW` bytes of the recorded length are
+#: unchanged is read on from there, without hashing (or reading) what lies between;
+#: the first window also finds a file that moved (`Ingestor._moved_from`).
+FILE_WINDOW = 64 * 1024
+
+
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def file_windows(data: bytes, size: int) -> tuple[str, str, str]:
+    """The record digests of the first `size` bytes of `data`: (digest, head, tail).
+
+    `digest` names the read part (its windows and length) in one value."""
+    head = _digest(data[: min(size, FILE_WINDOW)])
+    tail = _digest(data[max(0, size - FILE_WINDOW) : size])
+    return _digest(f"{head}:{tail}:{size}".encode()), head, tail
+
+
+def same_prefix(data: bytes, record: FileRecord) -> bool:
+    """Whether `data` still starts with what `record` says was read of it.
+
+    Records since migration 0005 keep digests of both ends of the part read
+    (`file_windows`); older ones a digest of all of it, checked once.
+    """
+    if record.size > len(data):
+        return False
+    if record.head_digest is None or record.tail_digest is None:
+        return _digest(data[: record.size]) == record.digest
+    _, head, tail = file_windows(data, record.size)
+    return (head, tail) == (record.head_digest, record.tail_digest)
+
+
+def _record(path: str, data: bytes, parsed: Parsed, parser: str) -> FileRecord:
+    digest, head, tail = file_windows(data, parsed.consumed)
+    return FileRecord(path, parsed.consumed, parsed.lines, digest, parser, head, tail)
 
 
 def resume_point(
@@ -118,17 +155,18 @@ def resume_point(
     """Where the unread part of `data` starts, given what was recorded for the file.
 
     The file is read on from the recorded length when it still starts with the
-    recorded bytes and was read by the same `parser`; else it is read whole as a
-    rewrite. A document format is read whole on any change. When the last pass read
-    a final line that had no newline yet, the bytes after it must end that line
-    (spaces, then the newline): anything else means the line was rewritten.
+    recorded bytes (`same_prefix`: its first and last `FILE_WINDOW` bytes) and was
+    read by the same `parser`; else it is read whole as a rewrite. A document format
+    is read whole on any change. When the last pass read a final line that had no
+    newline yet, the bytes after it must end that line (spaces, then the newline):
+    anything else means the line was rewritten.
     """
     if record is None:
         return Resume(0, 0)
     same_parser = record.parser == parser or (
         record.parser is None and parser.startswith(f"{adapters.OPENAI}/")
     )
-    if not same_parser or record.size > len(data) or _digest(data[: record.size]) != record.digest:
+    if not same_parser or not same_prefix(data, record):
         return Resume(0, 0, rewrite=True)
     if record.size == len(data):
         return Resume(record.size, record.lines, unchanged=True)
@@ -162,6 +200,8 @@ class _Prepared:
     #: The file no longer starts with the bytes ingested before: forget its sessions.
     rewrite: bool = False
     unchanged: bool = False
+    #: SHA-256 of the file's first `FILE_WINDOW` bytes (a record's `head_digest`).
+    head: str = ""
 
 
 @dataclass(slots=True)
@@ -175,6 +215,8 @@ class IngestReport:
     #: Entries of forgotten sessions not stored, and sessions brought back.
     forgotten: int = 0
     restored: int = 0
+    #: Files recognised at a new path and re-homed.
+    moved: int = 0
     errors: list[IngestError] = field(default_factory=list)
     warnings: list[IngestError] = field(default_factory=list)
     #: Files that named no working directory, by the workspace they went to.
@@ -191,6 +233,7 @@ class IngestReport:
         self.bad_lines += result.bad_lines
         self.forgotten += result.forgotten
         self.restored += len(result.restored)
+        self.moved += result.moved_from is not None
         self.warnings.extend(result.warnings)
         if result.no_cwd and result.error is None:
             self.no_cwd[result.workspace] = self.no_cwd.get(result.workspace, 0) + 1
@@ -210,6 +253,8 @@ class IngestReport:
             )
         if self.restored:
             text += f"; {self.restored} forgotten sessions brought back"
+        if self.moved:
+            text += f"; {self.moved} moved files recognised at their new path"
         if self.unreadable:
             text += f"; {len(self.unreadable)} unreadable directories"
         for ws, count in sorted(self.no_cwd.items()):
@@ -242,14 +287,18 @@ def project_of(cwd: str) -> str:
     return match.group(1) if match else cwd
 
 
-def workspace_of(real: Path, shown: str, format: str, fallback: str) -> tuple[str, bool]:
+def workspace_of(
+    real: Path, shown: str, format: str, fallback: str, pin: Pin | None = None
+) -> tuple[str, bool]:
     """The workspace an agent log's working directory names, else `fallback`; and
     whether it fell back because the file names no working directory."""
     try:
-        with real.open("rb") as fh:
+        fd, _ = open_source(real, shown=shown, pin=pin)
+        with os.fdopen(fd, "rb") as fh:
             head = fh.read(_HEAD_BYTES)
         if head.lstrip()[:1] in (b"{", b"[") and next(head_objects(head, 1), None) is None:
-            head = read_source(real, shown=shown).data  # one JSON document: read it whole
+            # One JSON document: read it whole.
+            head = read_source(real, shown=shown, pin=pin).data
     except (OSError, IngestError):
         return fallback, False  # reading the file again reports the error
     fmt = adapters.resolve_format(format, head, path=shown)
@@ -270,6 +319,20 @@ def find_jsonl(
     """Files named directly, plus the session files of every format under
     directories (`pgsearch.sources.find_sources`; unreadable ones go to `problems`)."""
     return find_sources(paths, problems)
+
+
+def pin_confined(real: Path, roots: Sequence[Path] | None, *, shown: str) -> Pin | None:
+    """With `roots`, the identity of the confined file, which the file read later must
+    have (`pgsearch.sources.open_source`); a file with other hard links is refused."""
+    return Pin.of(real, shown=shown) if roots else None
+
+
+def _absolute(path: str | os.PathLike[str]) -> Path:
+    """`path` as ingest records it: absolute, symlinks of the parts that exist resolved."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError) as exc:
+        raise IngestError(f"cannot resolve the path: {exc}", path=str(path)) from None
 
 
 def confine(path: Path, roots: Sequence[Path] | None) -> Path:
@@ -314,6 +377,7 @@ class Ingestor:
         record: FileRecord | None,
         session_id: str | None,
         format: str = adapters.AUTO,
+        pin: Pin | None = None,
     ) -> _Prepared:
         """Read and parse the new part of a file and index its entries (no database).
 
@@ -322,7 +386,7 @@ class Ingestor:
         a file of another program must not be remembered as ingested.
         """
         shown = str(given)
-        source = read_source(real, shown=shown)
+        source = read_source(real, shown=shown, pin=pin)
         data = source.data
         fmt = adapters.resolve_format(format, data, path=shown)
         adapter = adapters.ADAPTERS[fmt]
@@ -354,13 +418,7 @@ class Ingestor:
             )
             for e in parsed.entries
         ]
-        done = FileRecord(
-            str(real),
-            parsed.consumed,
-            parsed.lines,
-            _digest(data[: parsed.consumed]),
-            adapter.parser,
-        )
+        done = _record(str(real), data, parsed, adapter.parser)
         return _Prepared(
             shown,
             real,
@@ -374,6 +432,7 @@ class Ingestor:
             parsed,
             format=fmt,
             rewrite=resume.rewrite,
+            head=_digest(data[:FILE_WINDOW]),
         )
 
     @staticmethod
@@ -412,6 +471,7 @@ class Ingestor:
         format: str = adapters.AUTO,
         no_cwd: bool = False,
         include_forgotten: bool = False,
+        pin: Pin | None = None,
     ) -> Unit[FileResult]:
         """Write one prepared file in one transaction (re-preparing if it went stale)."""
 
@@ -426,6 +486,7 @@ class Ingestor:
                 format,
                 deltas,
                 include_forgotten=include_forgotten,
+                pin=pin,
             )
             yield from store.apply_deltas(workspace, deltas, final=True)
             result.no_cwd = no_cwd
@@ -444,6 +505,7 @@ class Ingestor:
         deltas: Deltas,
         *,
         include_forgotten: bool = False,
+        pin: Pin | None = None,
     ) -> Work[FileResult]:
         """Write one file inside the caller's transaction; statistics go to `deltas`.
 
@@ -453,13 +515,22 @@ class Ingestor:
         shown = str(given)
         record = yield from store.lock_file(workspace, str(real))
         if prepared is None or prepared.snapshot != record:
-            prepared = self._prepare(given, real, record, session_id, format)
+            prepared = self._prepare(given, real, record, session_id, format, pin)
+        moved_from: str | None = None
+        if record is None and not prepared.unchanged:
+            moved = yield from self._moved_from(workspace, real, prepared, pin)
+            if moved is not None:
+                # The same file at a new path: re-home what it stored, read on.
+                yield from store.lock_file(workspace, moved.path)
+                yield from store.relocate(workspace, moved.path, str(real))
+                moved_from, record = moved.path, replace(moved, path=str(real))
+                prepared = self._prepare(given, real, record, session_id, format, pin)
         restored: list[str] = []
         if include_forgotten:
             restored = yield from store.restore_forgotten(workspace, str(real))
             if restored and (prepared.start or prepared.unchanged):
                 # What was read before skipped them: read it all again.
-                again = self._prepare(given, real, None, session_id, format)
+                again = self._prepare(given, real, None, session_id, format, pin)
                 prepared = replace(again, snapshot=record, rewrite=True)
         parsed = prepared.parsed
         result = FileResult(
@@ -471,6 +542,7 @@ class Ingestor:
             bad_lines=parsed.skipped_lines,
             warnings=list(parsed.problems),
             restored=restored,
+            moved_from=moved_from,
         )
         if prepared.unchanged:
             return result
@@ -509,6 +581,34 @@ class Ingestor:
             )
         yield from store.record_file(workspace, prepared.done)
         return result
+
+    def _moved_from(
+        self, ws: str, real: Path, prepared: _Prepared, pin: Pin | None
+    ) -> Work[FileRecord | None]:
+        """The record of the file this one was at another path, if it moved here.
+
+        Candidates are records whose first window is this file's and those of the
+        files its sessions came from; one is this file when its path no longer
+        exists, it was read with the same mapping, and this file starts with the
+        bytes it recorded. A copy (the old path still there) is not a move.
+        """
+        ids = {e.session_id for e in prepared.entries} | set(prepared.parsed.titles)
+        candidates = yield from store.moved_candidates(ws, [prepared.head], ids)
+        parser = adapters.ADAPTERS[prepared.format].parser
+        data: bytes | None = None
+        for candidate in sorted(candidates, key=lambda r: r.path):
+            if candidate.path == str(real) or candidate.parser not in (parser, None):
+                continue
+            if os.path.lexists(candidate.path):
+                continue
+            if data is None:
+                try:
+                    data = read_source(real, shown=prepared.shown, pin=pin).data
+                except IngestError:
+                    return None
+            if same_prefix(data, candidate):
+                return candidate
+        return None
 
     def _resolve_leaf_titles(
         self,
@@ -572,7 +672,7 @@ class Ingestor:
         Sessions the user forgot (`PgSearch.forget`) stay forgotten unless
         `include_forgotten` brings them back.
         """
-        workspace, given, real, no_cwd = self._locate(
+        workspace, given, real, no_cwd, pin = self._locate(
             path,
             workspace=workspace,
             roots=roots,
@@ -589,6 +689,7 @@ class Ingestor:
                 format,
                 no_cwd,
                 include_forgotten=include_forgotten,
+                pin=pin,
             )
         )
 
@@ -600,16 +701,17 @@ class Ingestor:
         roots: Sequence[Path] | None = None,
         format: str = adapters.AUTO,
         workspace_from_cwd: bool = False,
-    ) -> tuple[str, Path, Path]:
-        """`ingest_file`'s checks: the workspace, the path as given and its real path."""
-        ws, given, real, _ = self._locate(
+    ) -> tuple[str, Path, Path, Pin | None]:
+        """`ingest_file`'s checks: the workspace, the path as given, its real path and,
+        under `roots`, the identity the file read must have (`prepared_file`'s `pin`)."""
+        ws, given, real, _, pin = self._locate(
             path,
             workspace=workspace,
             roots=roots,
             format=format,
             workspace_from_cwd=workspace_from_cwd,
         )
-        return ws, given, real
+        return ws, given, real, pin
 
     def _locate(
         self,
@@ -619,15 +721,16 @@ class Ingestor:
         roots: Sequence[Path] | None,
         format: str,
         workspace_from_cwd: bool,
-    ) -> tuple[str, Path, Path, bool]:
+    ) -> tuple[str, Path, Path, bool, Pin | None]:
         workspace = check_workspace(workspace)
         check_format(format)
         given = Path(path)
         real = confine(given, roots)
+        pin = pin_confined(real, roots, shown=str(given))
         no_cwd = False
         if workspace_from_cwd:
-            workspace, no_cwd = workspace_of(real, str(given), format, workspace)
-        return workspace, given, real, no_cwd
+            workspace, no_cwd = workspace_of(real, str(given), format, workspace, pin)
+        return workspace, given, real, no_cwd, pin
 
     def prepared_file(
         self,
@@ -638,11 +741,13 @@ class Ingestor:
         session_id: str | None = None,
         format: str = adapters.AUTO,
         include_forgotten: bool = False,
+        pin: Pin | None = None,
     ) -> Unit[FileResult]:
         """Read and parse the file now, against `record` (its last known record), and
         return the unit that writes it, which reads the file again only if its record
-        changed meanwhile. For hosts that read files off their event loop."""
-        prepared = self._prepare(given, real, record, session_id, format)
+        changed meanwhile. For hosts that read files off their event loop. `pin` is
+        `locate`'s: the file read must be the one confined."""
+        prepared = self._prepare(given, real, record, session_id, format, pin)
         return self._commit_file(
             workspace,
             given,
@@ -651,6 +756,7 @@ class Ingestor:
             prepared,
             format,
             include_forgotten=include_forgotten,
+            pin=pin,
         )
 
     def ingest_paths(
@@ -679,12 +785,16 @@ class Ingestor:
         files: list[tuple[Path, Path | IngestError]] = []
         targets: dict[Path, str] = {}
         no_cwd: set[Path] = set()
+        pins: dict[Path, Pin] = {}
         for path in find_sources(paths, report.unreadable):
             try:
                 resolved = confine(path, roots)
+                pin = pin_confined(resolved, roots, shown=str(path))
+                if pin is not None:
+                    pins[resolved] = pin
                 if workspace_from_cwd:
                     targets[resolved], fell_back = workspace_of(
-                        resolved, str(path), format, workspace
+                        resolved, str(path), format, workspace, pin
                     )
                     if fell_back:
                         no_cwd.add(resolved)
@@ -714,7 +824,7 @@ class Ingestor:
                 return real
             record = snapshots[targets.get(real, workspace)].get(str(real))
             try:
-                return self._prepare(given, real, record, None, format)
+                return self._prepare(given, real, record, None, format, pins.get(real))
             except IngestError as exc:
                 return exc
 
@@ -738,6 +848,7 @@ class Ingestor:
                                 format,
                                 mine,
                                 include_forgotten=include_forgotten,
+                                pin=pins.get(real),
                             )
                         )
                         deltas.merge(mine)
@@ -786,6 +897,24 @@ class Ingestor:
         if report.messages >= MAINTAIN_AFTER:
             db.after_bulk_load(report.messages)
         return report
+
+    # --- moves ----------------------------------------------------------------------
+
+    def relocate(
+        self, *, workspace: str, old: str | os.PathLike[str], new: str | os.PathLike[str]
+    ) -> Unit[int]:
+        """The unit that re-homes what was ingested from `old` (a file or a directory,
+        which need not exist any more) at `new`: file records, the sessions' sources,
+        waiting titles and tombstones. Its value is how many file records moved."""
+        workspace = check_workspace(workspace)
+        old_path = str(_absolute(old))
+        new_path = str(_absolute(new))
+        return Unit(
+            work=partial(store.relocate, workspace, old_path, new_path),
+            workspace=workspace,
+            write=True,
+            context=f"relocating {old} to {new}",
+        )
 
     # --- API appends --------------------------------------------------------------
 

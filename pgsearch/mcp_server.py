@@ -6,24 +6,32 @@ descriptions and schemas sent to clients are exactly `pgsearch.tools.TOOL_SPECS`
 optional extra, imported only here and only when a server starts.
 
 The scope (workspace, optional session) comes from the server's configuration;
-tool arguments can narrow it but never widen it. Calls run in worker threads, up to
-`CONCURRENT_CALLS` at once on the provider's connection pool, so a slow search does
-not hold up a window; the pool replaces connections a database restart killed.
-Nothing but protocol messages may reach stdout; logs go to stderr.
+tool arguments can narrow it but never widen it. `serve_stdio` serves an
+`AsyncPgSearch` on the server's own event loop: each call is a task awaiting its
+connection from the asyncio pool, so calls run concurrently (up to the pool's size
+on the database at once, the rest queued for a connection) and a slow search does
+not hold up a window. A database restart costs the calls in flight at most (reads
+are retried on a fresh connection); the pool reconnects by itself. A blocking
+provider (`build_server` with a `pgsearch.Provider`) runs its calls in worker
+threads instead. Nothing but protocol messages may reach stdout; logs go to stderr.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import inspect
 import json
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsearch import __version__, tools
 from pgsearch.errors import ConfigError
-from pgsearch.types import ScopedProvider
+from pgsearch.types import AsyncScopedProvider, ScopedProvider
+
+if TYPE_CHECKING:
+    from pgsearch.settings import Settings
 
 SERVER_NAME = "pgsearch"
 INSTRUCTIONS = (
@@ -32,7 +40,9 @@ INSTRUCTIONS = (
     "session_messages reads a session page by page."
 )
 INSTALL_HINT = "pip install 'pgsearch[mcp]'"
-#: Tool calls served at once (the pool's default size: more would only queue for it).
+#: Tool calls a blocking provider serves at once, in worker threads (the pool's
+#: default size: more would only queue for it). An asyncio provider needs no such
+#: bound: its calls wait for pooled connections on the event loop.
 CONCURRENT_CALLS = 8
 
 
@@ -47,8 +57,9 @@ def _require_sdk() -> None:
         )
 
 
-def build_server(provider: ScopedProvider) -> Any:
-    """A low-level MCP `Server` serving the session tools of `provider`."""
+def build_server(provider: ScopedProvider | AsyncScopedProvider) -> Any:
+    """A low-level MCP `Server` serving the session tools of `provider`: an asyncio
+    provider's calls are awaited on the event loop, a blocking one's run in threads."""
     _require_sdk()
     import anyio
     import mcp.types as types
@@ -69,13 +80,18 @@ def build_server(provider: ScopedProvider) -> Any:
     async def list_tools(ctx: Any, params: Any) -> Any:
         return listed
 
+    asynchronous = inspect.iscoroutinefunction(provider.search)
+
     async def call_tool(ctx: Any, params: Any) -> Any:
         name, arguments = params.name, params.arguments
+        if asynchronous:
+            output = await tools.run_tool_async(provider, name, arguments)  # type: ignore[arg-type]
+        else:
 
-        def run() -> tools.ToolOutput:
-            return tools.run_tool(provider, name, arguments)
+            def run() -> tools.ToolOutput:
+                return tools.run_tool(provider, name, arguments)  # type: ignore[arg-type]
 
-        output = await anyio.to_thread.run_sync(run, limiter=limiter)
+            output = await anyio.to_thread.run_sync(run, limiter=limiter)
         return types.CallToolResult(
             content=[types.TextContent(text=output.text)],
             structured_content=output.data,
@@ -143,14 +159,17 @@ def _holds_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def serve_stdio(provider: ScopedProvider) -> None:
-    """Serve `provider`'s tools over stdin/stdout until the client disconnects.
+def serve_stdio(settings: Settings, *, workspace: str, session_id: str | None = None) -> None:
+    """Serve the tools of one scope over stdin/stdout until the client disconnects.
 
-    Standard input is read here rather than by the SDK, line by line, so that a
-    request the SDK would drop unanswered (`lone_surrogate_refusal`) gets a
-    JSON-RPC error instead; every other line reaches the SDK unchanged.
+    An `AsyncPgSearch` of `settings` is opened on the server's event loop (its
+    errors, such as a schema out of date, are raised before anything is served) and
+    closed when the client goes. Standard input is read here rather than by the SDK,
+    line by line, so that a request the SDK would drop unanswered
+    (`lone_surrogate_refusal`) gets a JSON-RPC error instead; every other line
+    reaches the SDK unchanged.
     """
-    server = build_server(provider)
+    _require_sdk()
     import io
 
     import anyio
@@ -188,10 +207,19 @@ def serve_stdio(provider: ScopedProvider) -> None:
                 await write_stream.send(SessionMessage(error))
 
     async def main() -> None:
-        async with stdio_server(stdin=_ScreenedLines()) as (read_stream, write_stream):  # type: ignore[arg-type]
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(answer_refusals, write_stream)
-                await server.run(read_stream, write_stream, server.create_initialization_options())
-                tg.cancel_scope.cancel()
+        from pgsearch.aio import AsyncPgSearch
+
+        pg = await AsyncPgSearch.connect(settings=settings)
+        try:
+            server = build_server(pg.provider(workspace=workspace, session_id=session_id))
+            async with stdio_server(stdin=_ScreenedLines()) as (read_stream, write_stream):  # type: ignore[arg-type]
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(answer_refusals, write_stream)
+                    await server.run(
+                        read_stream, write_stream, server.create_initialization_options()
+                    )
+                    tg.cancel_scope.cancel()
+        finally:
+            await pg.close()
 
     anyio.run(main)

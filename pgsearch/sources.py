@@ -18,9 +18,11 @@ named on the command line is read whatever its name.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,6 +37,83 @@ log = logging.getLogger(__name__)
 class Source:
     data: bytes
     mtime: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """The file a path named when it was confined to a root (``--root``): the file
+    read later must be that same file (device and inode), not whatever the path
+    names by then."""
+
+    dev: int
+    ino: int
+
+    @classmethod
+    def of(cls, path: Path, *, shown: str) -> Pin:
+        """The identity of the regular file at `path` (symlinks already resolved);
+        `IngestError` for a file with other hard links (it may be linked in from
+        outside the root)."""
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError as exc:
+            raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None
+        _check_links(st, shown)
+        return cls(st.st_dev, st.st_ino)
+
+
+def _check_links(st: os.stat_result, shown: str) -> None:
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        raise IngestError(
+            f"the file has {st.st_nlink} hard links; under --root a file that may be "
+            "linked in from outside the root is not read (copy it instead)",
+            path=shown,
+        )
+
+
+#: Open flags: never follow a symlink in the last component, never block on a FIFO.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def open_source(path: Path, *, shown: str, pin: Pin | None = None) -> tuple[int, os.stat_result]:
+    """An open descriptor of the regular file at `path` and its status.
+
+    The last component is opened without following a symlink; with a `pin` (the
+    file was confined to a root), the opened file must be the one confined and
+    have no other hard links, so a file swapped for a link after the check, or a
+    directory on the way swapped for one, is refused instead of read.
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise IngestError(
+                "the path is a symlink now (it changed after it was checked); not read",
+                path=shown,
+            ) from None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR):
+            raise IngestError("not a readable file", path=shown) from None
+        raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise IngestError("not a readable file", path=shown)
+        if pin is not None:
+            if (st.st_dev, st.st_ino) != (pin.dev, pin.ino):
+                raise IngestError(
+                    "the file changed after it was confined to --root (another file or a "
+                    "link now has its path); not read",
+                    path=shown,
+                )
+            _check_links(st, shown)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
 
 
 def is_opencode_session(path: Path) -> bool:
@@ -135,14 +214,15 @@ def _opencode_document(session_file: Path) -> bytes:
     return json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
 
 
-def read_source(path: Path, *, shown: str) -> Source:
-    """The bytes ingest reads for `path` (a file's own, or an assembled session)."""
-    if not path.is_file():
-        raise IngestError("not a readable file", path=shown)
+def read_source(path: Path, *, shown: str, pin: Pin | None = None) -> Source:
+    """The bytes ingest reads for `path` (a file's own, or an assembled session),
+    read from the file `open_source` opened."""
+    fd, st = open_source(path, shown=shown, pin=pin)
     try:
-        mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
-        if is_opencode_session(path):
-            return Source(_opencode_document(path), mtime)
-        return Source(path.read_bytes(), mtime)
+        with os.fdopen(fd, "rb") as fh:
+            mtime = datetime.fromtimestamp(st.st_mtime, tz=UTC)
+            if is_opencode_session(path):
+                return Source(_opencode_document(path), mtime)
+            return Source(fh.read(), mtime)
     except OSError as exc:
         raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None

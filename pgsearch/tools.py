@@ -38,6 +38,7 @@ from pgsearch.types import (
     MAX_LIMIT,
     MAX_RESULT_BYTES,
     MAX_WINDOW,
+    AsyncScopedProvider,
     Scope,
     ScopedProvider,
     SessionQueryRequest,
@@ -423,6 +424,72 @@ class ToolOutput:
     is_error: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Call:
+    """A checked tool call: which provider method, with what, and how to render it."""
+
+    name: str
+    args: dict[str, Any]
+    note: str | None
+    capped: dict[str, int]
+    method: str
+    positional: tuple[Any, ...]
+    keywords: dict[str, Any]
+    #: The call is within one session (scope or argument), where every match is listed.
+    one_session: bool
+
+
+def _prepare(scope: Scope, name: str, arguments: str | bytes | Mapping[str, Any] | None) -> _Call:
+    """Parse and check `arguments`; raises `PgSearchError` for a bad call."""
+    raw = parse_arguments(arguments)
+    args = check_arguments(name, raw, scope)
+    note, capped = _capped(raw, args)
+    positional: tuple[Any, ...]
+    keywords: dict[str, Any]
+    if name == SEARCH:
+        method, positional, keywords = "search", (search_request(args),), {}
+    elif name == AROUND:
+        method, positional = "around", (args["session_id"], args["seq"])
+        keywords = {"before": args["before"], "after": args["after"]}
+    else:
+        method, positional = "session_messages", (args["session_id"],)
+        keywords = {"start_seq": args["start_seq"], "limit": args["limit"]}
+    return _Call(
+        name=name,
+        args=args,
+        note=note,
+        capped=capped,
+        method=method,
+        positional=positional,
+        keywords=keywords,
+        one_session=scope.session_id is not None or args.get("session_id") is not None,
+    )
+
+
+def _render(call: _Call, result: Any) -> ToolOutput:
+    if call.name == SEARCH:
+        data = result.to_json()
+        if call.capped:
+            data["limit_capped"] = call.capped
+        return ToolOutput(
+            text=render_search(result, call.args, note=call.note, one_session=call.one_session),
+            data=data,
+        )
+    if call.name == AROUND:
+        return ToolOutput(text=render_window(result, tool=AROUND), data=result.to_json())
+    data = result.to_json()
+    if call.capped:
+        data["limit_capped"] = call.capped
+    return ToolOutput(text=render_window(result, tool=MESSAGES, note=call.note), data=data)
+
+
+def _failed(name: str, exc: Exception) -> ToolOutput:
+    if isinstance(exc, PgSearchError):
+        return ToolOutput(text=f"error: {exc}", is_error=True)
+    log.error("tool %s failed", name, exc_info=exc)  # a host must never see a tool crash
+    return ToolOutput(text=f"error: {name} failed ({type(exc).__name__})", is_error=True)
+
+
 def run_tool(
     provider: ScopedProvider, name: str, arguments: str | bytes | Mapping[str, Any] | None
 ) -> ToolOutput:
@@ -432,38 +499,26 @@ def run_tool(
     and as ``limit_capped`` in the data).
     """
     try:
-        raw = parse_arguments(arguments)
-        args = check_arguments(name, raw, provider.scope)
-        note, capped = _capped(raw, args)
-        if name == SEARCH:
-            request = search_request(args)
-            result = provider.search(request)
-            data = result.to_json()
-            if capped:
-                data["limit_capped"] = capped
-            one_session = (
-                provider.scope.session_id is not None or args.get("session_id") is not None
-            )
-            return ToolOutput(
-                text=render_search(result, args, note=note, one_session=one_session), data=data
-            )
-        if name == AROUND:
-            window = provider.around(
-                args["session_id"], args["seq"], before=args["before"], after=args["after"]
-            )
-            return ToolOutput(text=render_window(window, tool=AROUND), data=window.to_json())
-        window = provider.session_messages(
-            args["session_id"], start_seq=args["start_seq"], limit=args["limit"]
-        )
-        data = window.to_json()
-        if capped:
-            data["limit_capped"] = capped
-        return ToolOutput(text=render_window(window, tool=MESSAGES, note=note), data=data)
-    except PgSearchError as exc:
-        return ToolOutput(text=f"error: {exc}", is_error=True)
-    except Exception as exc:  # a host must never see a tool crash
-        log.exception("tool %s failed", name)
-        return ToolOutput(text=f"error: {name} failed ({type(exc).__name__})", is_error=True)
+        call = _prepare(provider.scope, name, arguments)
+        result = getattr(provider, call.method)(*call.positional, **call.keywords)
+        return _render(call, result)
+    except Exception as exc:
+        return _failed(name, exc)
+
+
+async def run_tool_async(
+    provider: AsyncScopedProvider,
+    name: str,
+    arguments: str | bytes | Mapping[str, Any] | None,
+) -> ToolOutput:
+    """`run_tool` for an asyncio provider (`pgsearch.aio.AsyncProvider`): the same
+    checks and rendering, the call awaited on the event loop."""
+    try:
+        call = _prepare(provider.scope, name, arguments)
+        result = await getattr(provider, call.method)(*call.positional, **call.keywords)
+        return _render(call, result)
+    except Exception as exc:
+        return _failed(name, exc)
 
 
 # --- rendering --------------------------------------------------------------------

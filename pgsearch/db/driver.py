@@ -676,7 +676,6 @@ class Driver(_Core):
             kwargs=self._pool_kwargs(dsn),
             configure=self._configure,
             check=self._check,
-            reset=self._reset,
             timeout=self._timeout(name),
             name=f"pgsearch-{name}",
             open=False,
@@ -692,8 +691,16 @@ class Driver(_Core):
         if self._needs_check(conn):
             ConnectionPool.check_connection(conn)
 
-    def _reset(self, conn: Connection) -> None:
+    def _put(self, pool: ConnectionPool[Connection], conn: Connection) -> None:
+        """Give `conn` back, noting when (the idle check of `_check` reads it).
+
+        Done here rather than in a pool ``reset`` callback: with one, the pool
+        returns every connection through a background worker, and on a busy machine
+        the next request then waits for that worker instead of taking the
+        connection at once.
+        """
         self._returned[conn] = time.monotonic()
+        pool.putconn(conn)
 
     def close(self) -> None:
         """Close every pool (connections in use are closed when returned)."""
@@ -761,7 +768,7 @@ class Driver(_Core):
             self._rollback(conn)
             raise
         finally:
-            pool.putconn(conn)
+            self._put(pool, conn)
 
     def _on(self, conn: Connection, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
         run = _Run(self, unit, choice, rec)
@@ -887,13 +894,13 @@ class Driver(_Core):
                     if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         pool.check()
                 self._publish(rec.record(exc))
-                pool.putconn(conn)
+                self._put(pool, conn)
                 raise
         finally:
             _current_tx.reset(token)
         self._committed(unit, node, tx.last_commit, tx.last_commit_raw)
         self._publish(rec.record())
-        pool.putconn(conn)
+        self._put(pool, conn)
 
     def _open(
         self, unit: Unit[None], rec: _Recorder, excluded: set[str]
@@ -939,19 +946,19 @@ class Driver(_Core):
                     excluded.add(choice.node)
                     if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         pool.check()
-                pool.putconn(conn)
+                self._put(pool, conn)
                 if attempt == RETRY_ATTEMPTS or not (node_failed or retriable(exc)):
                     self._publish(rec.record(exc))
                     raise
                 continue
             except BaseException:
                 self._rollback(conn)
-                pool.putconn(conn)
+                self._put(pool, conn)
                 raise
             if accepted:
                 return pool, conn, choice.node, tx
             self._rollback(conn)
-            pool.putconn(conn)
+            self._put(pool, conn)
             excluded.add(choice.node)
         error = StoreError(f"{unit.context}: no node accepted the work")
         self._publish(rec.record(error))
@@ -1115,7 +1122,6 @@ class AsyncDriver(_Core):
                 kwargs=driver._pool_kwargs(node_dsn),
                 configure=driver._configure,
                 check=driver._check,
-                reset=driver._reset,
                 timeout=driver._timeout(name),
                 name=f"pgsearch-async-{name}",
                 open=False,
@@ -1132,8 +1138,10 @@ class AsyncDriver(_Core):
         if self._needs_check(conn):
             await AsyncConnectionPool.check_connection(conn)
 
-    async def _reset(self, conn: AsyncConnection) -> None:
+    async def _put(self, pool: AsyncConnectionPool[AsyncConnection], conn: AsyncConnection) -> None:
+        """As `Driver._put`."""
         self._returned[conn] = time.monotonic()
+        await pool.putconn(conn)
 
     async def close(self) -> None:
         for pool in self._pools.values():
@@ -1198,7 +1206,7 @@ class AsyncDriver(_Core):
             await self._rollback(conn)
             raise
         finally:
-            await pool.putconn(conn)
+            await self._put(pool, conn)
 
     async def _on(self, conn: AsyncConnection, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
         run = _Run(self, unit, choice, rec)

@@ -24,21 +24,23 @@ SELECT pg_advisory_xact_lock(hashtextextended(%(ws)s || chr(31) || %(path)s, 726
 """
 
 LOCK_FILE = """
-SELECT size, lines, digest, parser FROM ingested_files
+SELECT size, lines, digest, parser, head_digest, tail_digest FROM ingested_files
 WHERE workspace_id = %(ws)s AND path = %(path)s FOR UPDATE
 """
 
 FILE_RECORDS = """
-SELECT path, size, lines, digest, parser FROM ingested_files
+SELECT path, size, lines, digest, parser, head_digest, tail_digest FROM ingested_files
 WHERE workspace_id = %(ws)s AND path = ANY(%(paths)s::text[])
 """
 
 RECORD_FILE = """
-INSERT INTO ingested_files (workspace_id, path, size, lines, digest, parser, updated_at)
-VALUES (%(ws)s, %(path)s, %(size)s, %(lines)s, %(digest)s, %(parser)s, now())
+INSERT INTO ingested_files
+    (workspace_id, path, size, lines, digest, parser, head_digest, tail_digest, updated_at)
+VALUES (%(ws)s, %(path)s, %(size)s, %(lines)s, %(digest)s, %(parser)s, %(head)s, %(tail)s, now())
 ON CONFLICT (workspace_id, path) DO UPDATE
 SET size = EXCLUDED.size, lines = EXCLUDED.lines, digest = EXCLUDED.digest,
-    parser = EXCLUDED.parser, updated_at = EXCLUDED.updated_at
+    parser = EXCLUDED.parser, head_digest = EXCLUDED.head_digest,
+    tail_digest = EXCLUDED.tail_digest, updated_at = EXCLUDED.updated_at
 """
 
 ENSURE_SESSIONS = """
@@ -229,6 +231,49 @@ SESSIONS_FROM_SOURCE = """
 SELECT session_id FROM sessions
 WHERE workspace_id = %(ws)s AND source = %(source)s ORDER BY session_id
 """
+
+# Records a file seen at a new path may have been ingested under: those whose first
+# window is this file's, and those of the files its sessions came from.
+MOVED_CANDIDATES = """
+SELECT path, size, lines, digest, parser, head_digest, tail_digest FROM ingested_files
+WHERE workspace_id = %(ws)s AND head_digest = ANY(%(heads)s::text[])
+UNION
+SELECT f.path, f.size, f.lines, f.digest, f.parser, f.head_digest, f.tail_digest
+FROM sessions AS s
+JOIN ingested_files AS f ON f.workspace_id = s.workspace_id AND f.path = s.source
+WHERE s.workspace_id = %(ws)s AND s.session_id = ANY(%(ids)s::text[])
+"""
+
+# A file, or every file under a directory, recorded at `old` is re-homed at `new`:
+# its record, the sessions it gave, their waiting titles and their tombstones.
+RELOCATE_CONFLICTS = """
+SELECT path FROM ingested_files
+WHERE workspace_id = %(ws)s AND (path = %(new)s OR starts_with(path, %(new)s || '/'))
+ORDER BY path LIMIT 5
+"""
+
+RELOCATE: tuple[LiteralString, ...] = (
+    """
+UPDATE ingested_files SET path = %(new)s || substr(path, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (path = %(old)s OR starts_with(path, %(old)s || '/'))
+RETURNING path
+""",
+    """
+UPDATE sessions SET source = %(new)s || substr(source, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (source = %(old)s OR starts_with(source, %(old)s || '/'))
+RETURNING session_id
+""",
+    """
+UPDATE leaf_titles SET source = %(new)s || substr(source, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (source = %(old)s OR starts_with(source, %(old)s || '/'))
+RETURNING leaf_uuid
+""",
+    """
+UPDATE forgotten_sessions SET source = %(new)s || substr(source, length(%(old)s) + 1)
+WHERE workspace_id = %(ws)s AND (source = %(old)s OR starts_with(source, %(old)s || '/'))
+RETURNING session_id
+""",
+)
 
 # A session the user forgot stays forgotten: ingest skips its entries (by its id, or
 # by the file it came from) until they are asked for back.

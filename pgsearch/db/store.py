@@ -37,7 +37,7 @@ from pgsearch.db.work import (
     returning,
     savepoint,
 )
-from pgsearch.errors import NotFound, StoreError
+from pgsearch.errors import IngestError, NotFound, StoreError
 from pgsearch.normalize import stem
 from pgsearch.policy import scrub_secrets, split_tool_names
 from pgsearch.rows import ApiToken, StoredMessage, TableSize
@@ -117,6 +117,10 @@ class FileRecord:
     digest: str
     #: ``format/version`` of the mapping the file was read with (None: before 0004).
     parser: str | None = None
+    #: SHA-256 of the first and of the last `pgsearch.ingest.FILE_WINDOW` bytes read
+    #: (None: recorded before 0005, when `digest` covered every byte read).
+    head_digest: str | None = None
+    tail_digest: str | None = None
 
 
 @dataclass(slots=True)
@@ -154,7 +158,7 @@ def _json(value: dict[str, Any] | None) -> str | None:
 
 
 def _file_record(row: Sequence[Any]) -> FileRecord:
-    return FileRecord(row[0], int(row[1]), int(row[2]), row[3], row[4])
+    return FileRecord(row[0], int(row[1]), int(row[2]), row[3], row[4], row[5], row[6])
 
 
 def _session_state(row: Sequence[Any]) -> SessionState:
@@ -210,7 +214,7 @@ def lock_file(ws: str, path: str) -> Work[FileRecord | None]:
             "lock file",
             q.LOCK_FILE,
             {"ws": ws, "path": path},
-            decode=lambda r: FileRecord(path, int(r[0]), int(r[1]), r[2], r[3]),
+            decode=lambda r: FileRecord(path, int(r[0]), int(r[1]), r[2], r[3], r[4], r[5]),
         ),
     )
     return rows[0] if rows else None
@@ -235,9 +239,49 @@ def record_file(ws: str, record: FileRecord) -> Work[None]:
                 "lines": record.lines,
                 "digest": record.digest,
                 "parser": record.parser,
+                "head": record.head_digest,
+                "tail": record.tail_digest,
             },
         )
     )
+
+
+def moved_candidates(
+    ws: str, heads: Sequence[str], session_ids: Iterable[str]
+) -> Work[list[FileRecord]]:
+    """Records whose first window digest is one of `heads`, or of the files the
+    sessions `session_ids` came from (a file seen at a new path may be one of them)."""
+    return (
+        yield from fetch(
+            Statement(
+                "moved candidates",
+                q.MOVED_CANDIDATES,
+                {"ws": ws, "heads": list(heads), "ids": sorted(set(session_ids))},
+                _file_record,
+            )
+        )
+    )
+
+
+def relocate(ws: str, old: str, new: str) -> Work[int]:
+    """Re-home what was recorded at `old` (a file, or the files under a directory) at
+    `new`; returns how many file records moved. Refused when `new` holds records."""
+    conflicts = yield from fetch(
+        Statement("relocate conflicts", q.RELOCATE_CONFLICTS, {"ws": ws, "new": new}, _first)
+    )
+    if conflicts and old != new:
+        raise IngestError(
+            f"cannot relocate to {new}: files are already recorded there in workspace "
+            f"{ws!r} ({', '.join(conflicts)})",
+            path=new,
+        )
+    files, *_ = yield from fetch_all(
+        [
+            Statement("relocate", statement, {"ws": ws, "old": old, "new": new}, _first)
+            for statement in q.RELOCATE
+        ]
+    )
+    return len(files)
 
 
 def sessions_from_source(ws: str, source: str) -> Work[list[str]]:

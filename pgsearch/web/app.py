@@ -190,7 +190,11 @@ class Api:
 
     # --- authentication ---------------------------------------------------------------
 
-    async def caller(self, request: Request, *, write: bool = False) -> Caller:
+    async def caller(
+        self, request: Request, *, write: bool = False, params: tuple[str, ...] = ()
+    ) -> Caller:
+        """Who sent `request` (else 401/403/429); query parameters beyond `params`
+        (and ``workspace_id``) are refused, so a misspelt one never goes unnoticed."""
         caller = await self._identify(request)
         wait = self.limiter.take(caller.key, caller.rate)
         if wait > 0:
@@ -199,6 +203,7 @@ class Api:
                 f"this token may make {caller.rate:g} requests per second; retry in {wait:.2f} s",
                 headers={"Retry-After": str(max(1, round(wait + 0.5)))},
             )
+        inputs.check_params(request.query_params, params)
         inputs.check_workspace_field(request.query_params.get("workspace_id"), caller.scope)
         if write and not caller.can_write:
             raise ApiError(
@@ -252,15 +257,25 @@ class Api:
 
     # --- handlers ---------------------------------------------------------------------
 
-    async def around(self, request: Request) -> Response:
+    async def search(self, request: Request) -> Response:
         caller = await self.caller(request)
+        body = await _json_body(request, inputs.MAX_SEARCH_BODY)
+        query, capped = inputs.search_request(body, caller.scope)
+        result = await self._provider(caller).search(query)
+        data = result.to_json()
+        if capped:
+            data["limit_capped"] = {"limit": query.limit}
+        return JSONResponse(data)
+
+    async def around(self, request: Request) -> Response:
+        caller = await self.caller(request, params=("seq", "before", "after"))
         seq, before, after = inputs.around_params(request.query_params)
         session = _session_param(request)
         window = await self._provider(caller).around(session, seq, before=before, after=after)
         return JSONResponse(window.to_json())
 
     async def messages(self, request: Request) -> Response:
-        caller = await self.caller(request)
+        caller = await self.caller(request, params=("start_seq", "limit"))
         start, limit = inputs.page_params(request.query_params)
         session = _session_param(request)
         window = await self._provider(caller).session_messages(
@@ -279,7 +294,7 @@ class Api:
         return JSONResponse(info.to_json())
 
     async def sessions(self, request: Request) -> Response:
-        caller = await self.caller(request)
+        caller = await self.caller(request, params=("limit", "offset"))
         limit, offset = inputs.sessions_params(request.query_params)
         scope = caller.scope
         if scope.session_id is not None:
@@ -482,6 +497,7 @@ def create_app(
         route("/healthz", api.healthz, "GET"),
         route("/openapi.json", api.openapi, "GET"),
         route("/v1/whoami", api.whoami, "GET"),
+        route("/v1/search", api.search, "POST"),
         route("/v1/sessions", api.sessions, "GET"),
         route("/v1/sessions/{session_id:path}/around", api.around, "GET"),
         route("/v1/sessions/{session_id:path}/messages", api.messages, "GET"),

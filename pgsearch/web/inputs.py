@@ -209,6 +209,14 @@ def ingest_body(body: Mapping[str, Any], scope: Scope) -> tuple[str, str | None,
     return args["path"], args.get("session_id"), args["format"]
 
 
+def check_params(params: Mapping[str, str], allowed: tuple[str, ...]) -> None:
+    """Refuse query parameters other than `allowed` and ``workspace_id``."""
+    for name in params:
+        if name not in allowed and name != "workspace_id":
+            known = ", ".join((*allowed, "workspace_id"))
+            raise InvalidQuery(f"unknown query parameter {name!r:.100} (allowed: {known})")
+
+
 def integer(
     params: Mapping[str, str], name: str, default: int | None, *, low: int, high: int
 ) -> int:

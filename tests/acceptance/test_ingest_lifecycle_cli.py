@@ -64,3 +64,22 @@ def test_watch_does_not_bring_a_forgotten_session_back(
     back = ok(pgsearch("ingest", "-w", "w", "--include-forgotten", str(logs), dsn=dsn))
     assert "1 forgotten sessions brought back" in back
     assert _counts(pg) == {"other": 2, "regret": 2}
+
+
+def test_relocate_then_ingest_the_new_place(pg: PgSearch, dsn: str, tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    old.mkdir()
+    log = write_jsonl(old / "s.jsonl", [{"role": "user", "content": "before the move"}])
+    ok(pgsearch("ingest", "-w", "w", str(old), dsn=dsn))
+    new = tmp_path / "new"
+    old.rename(new)
+    log = new / log.name
+    log.write_text('{"role": "user", "content": "edited after the move"}\n', encoding="utf-8")
+    result = pgsearch("ingest", "-w", "w", "--relocate", str(old), str(new), dsn=dsn)
+    ok(result)
+    assert f"relocated 1 files from {old} to {new}" in result.stderr
+    assert _counts(pg) == {"s": 1}
+    window = pg.session_messages(workspace="w", session_id="s")
+    assert [m.content for m in window.messages] == ["edited after the move"]
+    missing = pgsearch("ingest", "-w", "w", dsn=dsn)
+    assert missing.returncode == 1 and "give the session files" in missing.stderr

@@ -344,6 +344,15 @@ def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
             q.SESSIONS_FROM_SOURCE,
             {"ws": ws, "source": "/logs/ws-a-s3.jsonl"},
         ),
+        "moved candidates": (
+            q.MOVED_CANDIDATES,
+            {"ws": ws, "heads": ["0" * 64], "ids": ["ws-a-s3", "ws-a-s4"]},
+        ),
+        "relocate conflicts": (q.RELOCATE_CONFLICTS, {"ws": ws, "new": "/new/logs"}),
+        **{
+            f"relocate {i}": (statement, {"ws": ws, "old": "/old/logs", "new": "/new/logs"})
+            for i, statement in enumerate(q.RELOCATE)
+        },
     }
 
 

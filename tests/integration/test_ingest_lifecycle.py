@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import psycopg
+import pytest
 
-from pgsearch import PgSearch, SessionQueryRequest
+from pgsearch import IngestError, PgSearch, SessionQueryRequest
 from tests.helpers import assert_statistics_exact, write_jsonl
 
 
@@ -232,3 +233,122 @@ def test_a_rewrite_that_does_not_parse_is_an_error_and_keeps_nothing_new(
     path.write_text('{"role": "user", "content": "new text"}\n', encoding="utf-8")
     assert pg.ingest_paths([path], workspace="w").messages == 1
     assert _contents(dsn) == [("s", 0, "new text")]
+
+
+# --- moves --------------------------------------------------------------------------
+
+CLAUDE_LOG = (
+    Path(__file__).resolve().parent.parent
+    / "fixtures"
+    / "claude-code"
+    / "3f7c1a52-8d4e-4b8a-9c1e-2a6d5f0b7e91.jsonl"
+)
+
+
+def test_a_moved_log_directory_is_recognised_and_grows_at_its_new_path(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    """Agent logs and plain files alike: found by content, re-homed, appends land."""
+    old = tmp_path / "projects"
+    old.mkdir()
+    lines = CLAUDE_LOG.read_text(encoding="utf-8").splitlines(keepends=True)
+    (old / CLAUDE_LOG.name).write_text("".join(lines[:6]), encoding="utf-8")
+    write_jsonl(old / "plain.jsonl", [{"role": "user", "content": "plain words"}])
+    first = pg.ingest_paths([old], workspace="w")
+    assert not first.errors
+    before = _sessions(pg)
+    new = tmp_path / "renamed"
+    old.rename(new)
+    with (new / CLAUDE_LOG.name).open("a", encoding="utf-8") as fh:
+        fh.write("".join(lines[6:10]))
+    report = pg.ingest_paths([new], workspace="w")
+    assert report.errors == [] and report.moved == 2
+    assert "2 moved files recognised at their new path" in report.summary()
+    after = _sessions(pg)
+    assert after.keys() == before.keys()
+    assert after[CLAUDE_LOG.stem] > before[CLAUDE_LOG.stem] and after["plain"] == 1
+    with psycopg.connect(dsn) as conn:
+        sources = {r[0] for r in conn.execute("SELECT source FROM sessions").fetchall()}
+        paths = {r[0] for r in conn.execute("SELECT path FROM ingested_files").fetchall()}
+    assert sources == paths == {str(new / CLAUDE_LOG.name), str(new / "plain.jsonl")}
+    assert pg.ingest_paths([new], workspace="w").unchanged == 2
+    assert_statistics_exact(dsn, "w")
+
+
+def test_a_copy_is_not_a_move(pg: PgSearch, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    src = write_jsonl(tmp_path / "a" / "s.jsonl", [{"role": "user", "content": "x"}])
+    pg.ingest_file(src, workspace="w")
+    copy = tmp_path / "b" / "s.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(src.read_bytes())
+    report = pg.ingest_paths([copy], workspace="w")
+    assert report.moved == 0 and len(report.errors) == 1
+    assert "already holds messages from" in str(report.errors[0])
+
+
+def test_relocate_rehomes_a_tree_explicitly(pg: PgSearch, dsn: str, tmp_path: Path) -> None:
+    old = tmp_path / "logs"
+    (old / "x").mkdir(parents=True)
+    write_jsonl(old / "x" / "s.jsonl", [{"role": "user", "content": "one"}])
+    pg.ingest_paths([old], workspace="w")
+    pg.forget(workspace="w", session_id="s")
+    new = tmp_path / "moved"
+    old.rename(new)
+    # Rewritten at the same time: not recognisable by content, but said explicitly.
+    write_jsonl(new / "x" / "s.jsonl", [{"role": "user", "content": "changed"}])
+    assert pg.relocate(workspace="w", old=old, new=new) == 1
+    report = pg.ingest_paths([new], workspace="w")
+    assert report.forgotten == 1 and _sessions(pg) == {}  # still forgotten after the move
+    back = pg.ingest_paths([new], workspace="w", include_forgotten=True)
+    assert back.restored == 1 and _sessions(pg) == {"s": 1}
+    with pytest.raises(IngestError, match="already recorded there"):
+        pg.relocate(workspace="w", old=tmp_path / "elsewhere", new=new)
+    assert_statistics_exact(dsn, "w")
+
+
+# --- --root at the moment of reading ----------------------------------------------
+
+
+def test_a_file_swapped_for_a_symlink_after_the_root_check_is_not_read(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    """The file read must be the file confined: a symlink put in its place (or a
+    directory on the way swapped for one) between the check and the read is
+    refused, and nothing of the outside file is stored."""
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    outside = write_jsonl(tmp_path / "outside.jsonl", [{"role": "user", "content": "exfil"}])
+    inside = write_jsonl(root / "sub" / "s.jsonl", [{"role": "user", "content": "fine"}])
+    ingestor = pg._ingestor
+    ws, given, real, pin = ingestor.locate(inside, workspace="w", roots=[root])
+    assert pin is not None
+    inside.unlink()
+    inside.symlink_to(outside)  # swapped after the check
+    with pytest.raises(IngestError, match="symlink now"):
+        pg._driver.run(ingestor.prepared_file(ws, given, real, None, pin=pin))
+    # A directory on the way swapped for a symlink to a directory outside.
+    inside.unlink()
+    inside.write_text('{"role": "user", "content": "fine"}\n', encoding="utf-8")
+    ws, given, real, pin = ingestor.locate(inside, workspace="w", roots=[root])
+    (root / "sub").rename(root / "old")
+    (tmp_path / "evil").mkdir()
+    (tmp_path / "evil" / "s.jsonl").write_bytes(outside.read_bytes())
+    (root / "sub").symlink_to(tmp_path / "evil")
+    with pytest.raises(IngestError, match="changed after it was confined"):
+        pg._driver.run(ingestor.prepared_file(ws, given, real, None, pin=pin))
+    assert _contents(dsn) == []
+
+
+def test_a_hard_link_into_the_root_is_refused_under_root(pg: PgSearch, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = write_jsonl(tmp_path / "outside.jsonl", [{"role": "user", "content": "exfil"}])
+    (root / "linked.jsonl").hardlink_to(outside)
+    report = pg.ingest_paths([root], workspace="w", roots=[root])
+    assert len(report.errors) == 1 and "2 hard links" in str(report.errors[0])
+    with pytest.raises(IngestError, match="hard links"):
+        pg.ingest_file(root / "linked.jsonl", workspace="w", roots=[root])
+    assert pg.sessions(workspace="w") == []
+    # Without --root a hard link is an ordinary file.
+    assert pg.ingest_file(root / "linked.jsonl", workspace="w").messages == 1

@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from pgsearch.db.store import FileRecord
-from pgsearch.ingest import Resume, project_of, resume_point
+from pgsearch.ingest import FILE_WINDOW, Resume, file_windows, project_of, resume_point, same_prefix
 
 PARSER = "claude-code/2"
 
@@ -81,3 +81,30 @@ def test_a_document_is_read_again_whole_on_any_change() -> None:
 )
 def test_a_worktree_of_a_project_belongs_to_the_project(cwd: str, project: str) -> None:
     assert project_of(cwd) == project
+
+
+def _windowed(data: bytes, *, lines: int) -> FileRecord:
+    digest, head, tail = file_windows(data, len(data))
+    return FileRecord("f", len(data), lines, digest, PARSER, head, tail)
+
+
+def test_a_grown_file_is_checked_at_both_ends_of_what_was_read() -> None:
+    """A record keeps digests of the first and last FILE_WINDOW bytes read: a change
+    in either is a rewrite; growth after them is read on without hashing the rest."""
+    line = b'{"a":"' + b"x" * 1000 + b'"}\n'
+    old = line * (3 * FILE_WINDOW // len(line))
+    rec = _windowed(old, lines=old.count(b"\n"))
+    assert resume_point(old + line, rec, parser=PARSER) == Resume(len(old), rec.lines)
+    head_edit = b"{" + b'"b"' + old[4:]
+    assert resume_point(head_edit + line, rec, parser=PARSER).rewrite
+    tail_edit = old[:-10] + b'yyyyyyy"}\n'
+    assert len(tail_edit) == len(old)
+    assert resume_point(tail_edit + line, rec, parser=PARSER).rewrite
+    assert resume_point(old[:-1], rec, parser=PARSER).rewrite  # shorter
+
+
+def test_a_record_from_before_windows_is_checked_against_all_it_read() -> None:
+    data = b'{"a":1}\n{"b":2}\n'
+    legacy = record(data, lines=2)
+    assert same_prefix(data + b'{"c":3}\n', legacy)
+    assert not same_prefix(b'{"a":9}\n{"b":2}\n{"c":3}\n', legacy)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pgsearch import tools
-from pgsearch.errors import InvalidQuery, NotFound, ScopeError, StoreError
+from pgsearch.errors import InvalidQuery, NotFound, ScopeError, StoreError, StoreUnavailable
 from pgsearch.types import (
     MAX_RESULT_BYTES,
     Scope,
@@ -393,3 +393,45 @@ def test_factory_returns_no_tool_when_the_provider_cannot_serve() -> None:
     broken = FakeProvider(error=StoreError("the database has no pgsearch schema"))
     assert tools.session_tools(broken) == []
     assert len(tools.session_tools(broken, probe=False)) == 3
+
+
+class AsyncFakeProvider:
+    """`FakeProvider` with coroutines, as `pgsearch.aio.AsyncProvider` has them."""
+
+    def __init__(self, inner: FakeProvider) -> None:
+        self.inner = inner
+        self.scope = inner.scope
+
+    async def search(self, request: SessionQueryRequest) -> SessionQueryResult:
+        return self.inner.search(request)
+
+    async def around(self, session_id: str, seq: int, *, before: int = 3, after: int = 3) -> Window:
+        return self.inner.around(session_id, seq, before=before, after=after)
+
+    async def session_messages(
+        self, session_id: str, *, start_seq: int = 0, limit: int = 16
+    ) -> Window:
+        return self.inner.session_messages(session_id, start_seq=start_seq, limit=limit)
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("session_search", {"query": "cron", "limit": 500}),
+        ("session_around", {"session_id": "s1", "seq": 4, "before": 2}),
+        ("session_messages", {"session_id": "s1", "limit": 99}),
+        ("session_search", {"query": "x", "workspace_id": "other"}),
+        ("session_around", '{"session_id": 3}'),
+    ],
+)
+def test_async_tool_calls_equal_sync_ones(name: str, arguments: Any) -> None:
+    import asyncio
+
+    sync, inner = FakeProvider(), FakeProvider()
+    expected = tools.run_tool(sync, name, arguments)
+    got = asyncio.run(tools.run_tool_async(AsyncFakeProvider(inner), name, arguments))
+    assert got == expected
+    assert inner.calls == sync.calls
+    failing = FakeProvider(error=StoreUnavailable("database unavailable: gone"))
+    out = asyncio.run(tools.run_tool_async(AsyncFakeProvider(failing), name, arguments))
+    assert out == tools.run_tool(FakeProvider(error=failing.error), name, arguments)

@@ -3,12 +3,21 @@ request can widen (crafted workspace ids, session ids, cursors)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from pgsearch import PgSearch
+from pgsearch import PgSearch, SessionMatch, SessionQueryRequest
 from pgsearch.db.store import HEAD_REVISION
 from tests.conftest import EXAMPLES
-from tests.web.conftest import LONG, OTHER, WORKSPACE, LiveServer, client, error_code
+from tests.web.conftest import (
+    LONG,
+    OTHER,
+    WORKSPACE,
+    Client,
+    LiveServer,
+    client,
+    error_code,
+)
 
 
 def test_health_names_the_schema_revision_without_a_token(server: LiveServer) -> None:
@@ -23,7 +32,7 @@ def test_no_token_is_401_with_a_bearer_challenge(server: LiveServer) -> None:
         assert response.status_code == 401, path
         assert error_code(response) == "unauthorized"
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
-    assert client(server).post("/v1/append", {"session_id": "s"}).status_code == 401
+    assert client(server).post("/v1/search", {"query": "cron"}).status_code == 401
 
 
 def test_unknown_malformed_and_non_bearer_credentials_are_401(
@@ -284,7 +293,7 @@ def test_tokens_are_stored_only_as_hashes(http_dsn: str, tokens: dict[str, str])
     assert rows
     for secret in tokens.values():
         assert secret not in text
-        assert secret.split("_")[2] not in text
+        assert secret[len("pgs_") + 13 :] not in text  # the random part
 
 
 def test_unknown_paths_and_methods_are_json_errors(
@@ -293,7 +302,7 @@ def test_unknown_paths_and_methods_are_json_errors(
     c = client(server, tokens["read"])
     missing = c.get("/v1/nothing-here")
     assert missing.status_code == 404 and error_code(missing) == "not_found"
-    wrong = c.get("/v1/append")
+    wrong = c.get("/v1/search")
     assert wrong.status_code == 405 and error_code(wrong) == "method_not_allowed"
 
 
@@ -323,3 +332,141 @@ def test_rate_limit_buckets_refill_over_time() -> None:
     now[0] += 0.5
     assert limiter.take("a", 2.0) == 0.0
     assert limiter.take("b", 2.0) == 0.0
+
+
+# --- search -----------------------------------------------------------------------
+
+
+class HttpSessionQuery:
+    """What a host in another language writes: `SessionQuery.search` as one HTTP call."""
+
+    def __init__(self, base: str, token: str) -> None:
+        self.c = client_for(base, token)
+
+    def search(self, request: dict[str, object]) -> dict[str, object]:
+        response = self.c.post("/v1/search", request)
+        assert response.status_code == 200, response.text
+        data: dict[str, object] = response.json()
+        return data
+
+
+def client_for(base: str, token: str) -> Client:
+    return Client(base, token)
+
+
+def test_search_over_http_equals_the_in_process_provider(
+    server: LiveServer, tokens: dict[str, str], http_dsn: str
+) -> None:
+    remote = HttpSessionQuery(server.url, tokens["read"])
+    with PgSearch.connect(http_dsn) as pg:
+        local = pg.provider(workspace=WORKSPACE)
+        for body in (
+            {"query": "advisroy lock"},  # a typo
+            {"query": "retry budget", "per_session": False, "limit": 5},
+            {"query": "", "limit": 3},
+            {"query": "pokemon", "kinds": ["user_text"], "excerpt_bytes": 80},
+            {"query": "scheduler", "roles": ["assistant"], "since": "2026-03-01T00:00:00Z"},
+        ):
+            over_http = remote.search(body)
+            request = search_request(body)
+            assert over_http == local.search(request).to_json(), body
+    first = remote.search({"query": "advisroy lock"})["matches"]
+    assert isinstance(first, list) and first[0]["session_id"] == "cron-refactor"
+    assert "**" in first[0]["excerpt"]
+    assert set(first[0]) == {f.name for f in dataclasses.fields(SessionMatch)}
+
+
+def search_request(body: dict[str, object]) -> SessionQueryRequest:
+    from datetime import datetime
+
+    fields = dict(body)
+    for key in ("kinds", "roles"):
+        if key in fields:
+            fields[key] = tuple(fields[key])  # type: ignore[arg-type]
+    if "since" in fields:
+        fields["since"] = datetime.fromisoformat(str(fields["since"]))
+    return SessionQueryRequest(**fields)  # type: ignore[arg-type]
+
+
+def test_search_pages_with_the_cursor(server: LiveServer, tokens: dict[str, str]) -> None:
+    c = client(server, tokens["read"])
+    body = {"query": "deployment pipeline stage", "per_session": False, "limit": 5}
+    first = c.post("/v1/search", body).json()
+    assert len(first["matches"]) == 5 and first["next_cursor"]
+    second = c.post("/v1/search", {**body, "cursor": first["next_cursor"]}).json()
+    seen = {(m["session_id"], m["seq"]) for m in first["matches"]}
+    assert seen.isdisjoint((m["session_id"], m["seq"]) for m in second["matches"])
+
+
+def test_a_cursor_cannot_carry_a_search_into_another_scope(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    body = {"query": "deploy", "per_session": False, "limit": 1}
+    rival = client(server, tokens["rival"]).post("/v1/search", body).json()
+    acme = client(server, tokens["read"])
+    mine = acme.post("/v1/search", body).json()
+    assert rival["next_cursor"] and mine["next_cursor"]
+    borrowed = acme.post("/v1/search", {**body, "cursor": rival["next_cursor"]})
+    assert borrowed.status_code == 400 and error_code(borrowed) == "invalid_query"
+    forged = mine["next_cursor"][:-3] + (
+        "AAA" if not mine["next_cursor"].endswith("AAA") else "BBB"
+    )
+    altered = acme.post("/v1/search", {**body, "cursor": forged})
+    assert altered.status_code == 400 and error_code(altered) == "invalid_query"
+    pinned = client(server, tokens["pinned"])
+    widened = pinned.post("/v1/search", {**body, "cursor": mine["next_cursor"]})
+    assert widened.status_code == 400 and error_code(widened) == "invalid_query"
+
+
+def test_search_cannot_leave_the_tokens_scope(server: LiveServer, tokens: dict[str, str]) -> None:
+    acme = client(server, tokens["read"])
+    for body in ({"query": "deploy", "workspace_id": OTHER}, {"query": "x", "workspace_id": ""}):
+        response = acme.post("/v1/search", body)
+        assert response.status_code == 403 and error_code(response) == "scope"
+    ok = acme.post("/v1/search", {"query": "deploy", "workspace_id": WORKSPACE})
+    assert ok.status_code == 200
+    pinned = client(server, tokens["pinned"])
+    other = pinned.post("/v1/search", {"query": "deploy", "session_id": "deploy-keys"})
+    assert other.status_code == 403 and error_code(other) == "scope"
+    everything = pinned.post("/v1/search", {"query": "", "per_session": False, "limit": 50})
+    assert {m["session_id"] for m in everything.json()["matches"]} == {"cron-refactor"}
+    rival = client(server, tokens["rival"]).post("/v1/search", {"query": "advisory lock"}).json()
+    assert all(m["workspace_id"] == OTHER for m in rival["matches"])
+    assert not rival["matches"]
+
+
+def test_search_input_errors(server: LiveServer, tokens: dict[str, str]) -> None:
+    c = client(server, tokens["read"])
+    for body in (
+        b"{",
+        b'"query"',
+        {"query": 5},
+        {"query": "x", "kinds": ["nonsense"]},
+        {"query": "x", "roles": "user"},
+        {"query": "x", "limit": 0},
+        {"query": "x", "since": "yesterday"},
+        {"query": "x", "unknown": True},
+        {"query": "x", "per_session": "yes"},
+        {"query": "x", "excerpt_bytes": -1},
+        {"query": "x" * 100_000},
+    ):
+        response = c.post("/v1/search", body)
+        assert response.status_code in (400, 413), (body, response.text)
+        assert error_code(response) in ("invalid_query", "too_large")
+    huge = c.post("/v1/search", b'{"query": "' + b"a" * 70_000 + b'"}')
+    assert huge.status_code == 413 and error_code(huge) == "too_large"
+    capped = c.post("/v1/search", {"query": "stage", "limit": 500}).json()
+    assert capped["limit_capped"] == {"limit": 50}
+
+
+def test_unknown_query_parameters_are_refused(server: LiveServer, tokens: dict[str, str]) -> None:
+    c = client(server, tokens["read"])
+    for path in (
+        "/v1/sessions?limt=5",
+        f"/v1/sessions/{LONG}/around?seq=1&befor=2",
+        "/v1/stats?x=1",
+    ):
+        response = c.get(path)
+        assert response.status_code == 400, path
+        assert error_code(response) == "invalid_query"
+        assert "unknown query parameter" in response.json()["error"]["message"]

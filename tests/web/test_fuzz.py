@@ -25,7 +25,7 @@ from tests.conftest import EXAMPLES, Databases
 from tests.web.conftest import WORKSPACE, LiveServer
 
 #: Examples per operation and generation mode.
-EXAMPLES_PER_OPERATION = 30
+EXAMPLES_PER_OPERATION = 20
 
 schema = schemathesis.openapi.from_dict(openapi_document())
 schema.config.generation.update(

@@ -231,7 +231,7 @@ function histogram(matches) {
   }
   const lo = Math.min(...times);
   const hi = Math.max(...times);
-  const bins = new Array(Math.min(24, Math.max(4, times.length))).fill(0);
+  const bins = new Array(24).fill(0);
   for (const t of times) {
     const i = hi === lo ? 0 : Math.min(bins.length - 1, Math.floor(((t - lo) / (hi - lo)) * bins.length));
     bins[i] += 1;
@@ -338,8 +338,10 @@ function page(direction) {
 // Where this query's hits fall in the session (by position), each one a link.
 async function timeline(p, sid) {
   const fig = $("timeline");
-  fig.hidden = true;
-  if (!(p.get("q") || "").trim()) return;
+  if (!(p.get("q") || "").trim()) {
+    fig.hidden = true;
+    return;
+  }
   const body = requestFrom(p);
   body.session_id = sid;
   body.per_session = false;
@@ -351,7 +353,10 @@ async function timeline(p, sid) {
     return;
   }
   const count = state.view && state.view.count;
-  if (!result.matches.length || !count) return;
+  if (!result.matches.length || !count) {
+    fig.hidden = true;
+    return;
+  }
   const svg = $("timeline-svg");
   svg.setAttribute("viewBox", "0 0 1000 20");
   svg.replaceChildren();
