@@ -18,8 +18,13 @@ relevant answer, in classes: ``exact``, ``typo`` (one edit in one word of 5+
 letters), ``accent`` (accents removed from, or added to, the words), ``cjk`` (one
 or two CJK characters), ``common`` (very frequent words), ``short`` (1-2 character
 words), ``multi`` (4-6 words), ``browse`` (empty query), ``filtered`` (kind, role,
-tool or time filter that keeps the source) and ``session`` (scoped to the source's
-session).
+tool or time filter that keeps the source), ``session`` (scoped to the source's
+session), and two typo classes for dense vocabularies, each with its spelled-right
+twin on the same source: ``rare_typo`` (one deletion in a word of 6+ letters found in
+at most 5 messages of its workspace, whose typo has other vocabulary terms one edit
+away; twin ``rare_exact``) and ``realword_typo`` (a word of middling frequency typed
+as a misspelling that itself occurs in 2-4 other messages of the workspace, plus a
+second word of the source; twin ``realword_exact``).
 """
 
 from __future__ import annotations
@@ -62,6 +67,10 @@ QUERY_CLASSES = (
     "browse",
     "filtered",
     "session",
+    "rare_exact",
+    "rare_typo",
+    "realword_exact",
+    "realword_typo",
 )
 #: Kinds a default search covers; query sources are drawn from these only.
 SEARCHABLE_KINDS = ("user_text", "assistant_text", "tool_error")
@@ -70,6 +79,12 @@ BASE_TIME = datetime(2026, 1, 1, tzinfo=UTC)
 TEXT_SHARE = 0.36
 #: Word ranks below this are "common": never the distinctive words of a query.
 COMMON_RANKS = 300
+#: Most messages of its workspace a ``rare_*`` query's word is found in.
+RARE_DF = 5
+#: Ranks of the words people misspell in ``realword_*`` queries (middling frequency),
+#: and how many messages of a workspace carry each misspelling.
+REALWORD_RANKS = (COMMON_RANKS, 3000)
+REALWORD_COPIES = (2, 4)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +162,21 @@ def one_edit(word: str, rng: random.Random, vocabulary: set[str]) -> str | None:
         if typo != word and typo not in vocabulary:
             return typo
     return None
+
+
+def one_edit_neighbours(word: str, known: dict[str, int] | set[str]) -> set[str]:
+    """The terms of `known` one edit (insertion, deletion, substitution) from `word`."""
+    letters = string.ascii_lowercase
+    out: set[str] = set()
+    for i in range(len(word) + 1):
+        for c in letters:
+            out.add(word[:i] + c + word[i:])
+        if i < len(word):
+            out.add(word[:i] + word[i + 1 :])
+            for c in letters:
+                out.add(word[:i] + c + word[i + 1 :])
+    out.discard(word)
+    return {w for w in out if w in known}
 
 
 class Vocabulary:
@@ -359,6 +389,106 @@ class Generator:
         self.accent: list[Source] = []
         self.cjk: list[Source] = []
         self.sessions: list[tuple[str, str, int]] = []
+        # Document frequency of each vocabulary word in its workspace's searchable
+        # text, and the misspellings planted for the ``realword_*`` queries (their own
+        # generator, so that the rest of the corpus is what it was without them).
+        self.df: dict[str, dict[str, int]] = {}
+        self.misspell_rng = random.Random(cfg.seed + 5)
+        lo, hi = REALWORD_RANKS
+        intended = [
+            w for w in self.vocab.words[lo:hi] if len(w) >= 6 and w.isalpha() and w.isascii()
+        ]
+        self.misspelt: dict[str, tuple[str, int]] = {}
+        for w in self.misspell_rng.sample(intended, min(len(intended), 6 * cfg.queries_per_class)):
+            typo = one_edit(w, self.misspell_rng, self.vocab.known)
+            if typo is not None and len(typo) >= 5:
+                self.misspelt[w] = (typo, self.misspell_rng.randint(*REALWORD_COPIES))
+        self.planted: dict[tuple[str, str], int] = {}
+        # ``rare_*`` targets: a rare word of a source, its one-deletion typo, and terms
+        # one edit from that typo planted in later messages of the workspace (a dense
+        # vocabulary: generated names, identifiers, compounds), each a few times.
+        self.p_rare = min(1.0, 6 * cfg.queries_per_class / max(cfg.messages * 0.12, 1.0))
+        self.rare_targets: list[tuple[Source, str, str]] = []
+        self.crowd_queue: dict[str, list[list[Any]]] = {}
+
+    def _count_words(self, ws: str, words: list[str]) -> None:
+        counts = self.df.setdefault(ws, {})
+        for w in set(words):
+            counts[w] = counts.get(w, 0) + 1
+
+    def _plant_misspellings(self, ws: str, content: str, used: list[str]) -> tuple[str, list[str]]:
+        """`content` with planted misspellings of the ``realword_*`` words it holds."""
+        rng = self.misspell_rng
+        for w in dict.fromkeys(used):
+            if w not in self.misspelt:
+                continue
+            typo, copies = self.misspelt[w]
+            key = (ws, w)
+            if self.planted.get(key, 0) >= copies or rng.random() < 0.5:
+                continue
+            words = content.split(" ")
+            for i, token in enumerate(words):
+                if token.rstrip(".,?!:").lower() == w:
+                    words[i] = token.replace(token.rstrip(".,?!:"), typo)
+                    break
+            else:
+                continue
+            content = " ".join(words)
+            used = [typo if u == w else u for u in used]
+            self.planted[key] = self.planted.get(key, 0) + 1
+        return content, used
+
+    def _register_rare(self, src: Source) -> None:
+        rng = self.misspell_rng
+        queue = self.crowd_queue.setdefault(src.workspace, [])
+        if rng.random() >= self.p_rare or len(queue) > 80:
+            return
+        known = self.vocab.known
+        tail = [
+            w
+            for w in dict.fromkeys(src.words)
+            if len(w) >= 6 and w.isalpha() and w.isascii() and self.vocab.rank[w] >= 5000
+        ]
+        if not tail:
+            return
+        w = rng.choice(tail)
+        i = rng.randrange(1, len(w))
+        typo = w[:i] + w[i + 1 :]
+        if typo in known:
+            return
+        crowd: set[str] = set()
+        for _ in range(40):
+            if len(crowd) >= rng.randint(4, 10):
+                break
+            j = rng.randrange(1, len(typo) + 1)
+            c = rng.choice("aeioulnrst")
+            term = typo[:j] + c + typo[j:] if rng.random() < 0.5 else typo[:j] + c + typo[j + 1 :]
+            if term != w and term != typo and term not in known and len(term) >= 5:
+                crowd.add(term)
+        self.rare_targets.append((src, w, typo))
+        queue.extend([term, rng.randint(2, 12)] for term in sorted(crowd))
+
+    def _plant_crowd(self, ws: str, content: str, used: list[str]) -> tuple[str, list[str]]:
+        """`content` with one word replaced by a pending ``rare_*`` neighbour term."""
+        queue = self.crowd_queue.get(ws)
+        rng = self.misspell_rng
+        if not queue or rng.random() < 0.3:
+            return content, used
+        words = content.split(" ")
+        spots = [i for i, t in enumerate(words) if t.isalpha() and t.islower() and t in used]
+        if not spots:
+            return content, used
+        slot = rng.randrange(len(queue))
+        term = queue[slot][0]
+        queue[slot][1] -= 1
+        if queue[slot][1] <= 0:
+            queue.pop(slot)
+        i = rng.choice(spots)
+        old = words[i]
+        words[i] = term
+        kept = list(used)
+        kept.remove(old)
+        return " ".join(words), [*kept, term]
 
     def workspace_sizes(self) -> list[int]:
         """Messages per workspace: unequal (Zipf-like, exponent 0.7), summing to N."""
@@ -481,6 +611,7 @@ class Generator:
         # Shares are over all messages; about 36 % of messages are user/assistant text.
         if r < self.cfg.cjk_share / TEXT_SHARE:
             content, latin, cjk = self.text.cjk(max(3, n_words // 2))
+            used = latin
             self.stats.cjk_messages += 1
             if rng.random() < self.p_cjk:
                 self.cjk.append(Source(ws, sid, seq, kind, role, created, None, latin, cjk=cjk))
@@ -496,6 +627,11 @@ class Generator:
             content, used, _ = self.text.latin(n_words)
             if n_words >= 8 and rng.random() < self.p_plain:
                 self.plain.append(Source(ws, sid, seq, kind, role, created, None, used))
+                self._register_rare(self.plain[-1])
+            else:
+                content, used = self._plant_misspellings(ws, content, used)
+                content, used = self._plant_crowd(ws, content, used)
+        self._count_words(ws, used)
         self._count(kind)
         return {"role": role, "content": content, "created_at": created}
 
@@ -534,6 +670,7 @@ class Generator:
                 content = f"{rng.choice(W.ERROR_NAMES)}: {text}"
                 obj["is_error"] = True
             self._count("tool_error")
+            self._count_words(ws, used)
             if len(used) >= 8 and rng.random() < self.p_plain:
                 self.plain.append(Source(ws, sid, seq, "tool_error", "tool", created, tool, used))
         else:
@@ -673,7 +810,54 @@ class Generator:
                 src,
                 session=src.session_id,
             )
+        self._dense_typo_queries(add)
         return out
+
+    def _dense_typo_queries(self, add: Any) -> None:
+        """``rare_*`` and ``realword_*`` queries, each typo beside its spelled-right twin
+        on the same source (their own generator: the other classes stay as they were)."""
+        rng = random.Random(self.cfg.seed + 3)
+        q = self.cfg.queries_per_class
+        plain = self.plain[:]
+        rng.shuffle(plain)
+        n_rare = 0
+        for src, w, typo in self.rare_targets:
+            if n_rare >= q:
+                break
+            df = self.df.get(src.workspace, {})
+            crowd = one_edit_neighbours(typo, df) - {w}
+            if df.get(w, 0) > RARE_DF or typo in df or len(crowd) < 3:
+                continue
+            add("rare_exact", w, src)
+            add("rare_typo", typo, src, original=w, neighbours=len(crowd))
+            n_rare += 1
+        n_real = 0
+        lo, hi = REALWORD_RANKS
+        ranked = self.vocab.rank
+        for src in plain:
+            if n_real >= q:
+                break
+            ws = src.workspace
+            words = list(dict.fromkeys(src.words))
+            misspelt = [w for w in words if self.planted.get((ws, w), 0) >= REALWORD_COPIES[0]]
+            if not misspelt:
+                continue
+            w = rng.choice(misspelt)
+            others = [o for o in words if o != w and lo <= ranked.get(o, 0) < hi and len(o) > 3]
+            if not others:
+                continue
+            other = rng.choice(others)
+            typo = self.misspelt[w][0]
+            pair = sorted((w, other), key=src.words.index)
+            add("realword_exact", " ".join(pair), src)
+            add(
+                "realword_typo",
+                " ".join(typo if p == w else p for p in pair),
+                src,
+                original=" ".join(pair),
+                typo_df=self.planted[(ws, w)],
+            )
+            n_real += 1
 
     @staticmethod
     def _filter_for(src: Source, rng: random.Random) -> dict[str, Any]:

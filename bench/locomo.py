@@ -160,15 +160,17 @@ def evaluate(
     *,
     variants: Sequence[str] = tuple(VARIANTS),
     sessions: bool = True,
+    every: int = 1,
 ) -> dict[str, Any]:
-    """Mean figures per variant (and per category), with search latency."""
+    """Mean figures per variant (and per category), with search latency; `every` > 1
+    keeps every n-th query only (quicker comparisons)."""
     out: dict[str, Any] = {}
     ms: list[float] = []
     for name in variants:
         file, corpus = VARIANTS[name]
         suffix = ACCENT_SUFFIX if corpus == "sessions_accent" else ""
         rows: list[tuple[int, dict[str, float]]] = []
-        for q in load_queries(devset / file):
+        for q in load_queries(devset / file)[::every]:
             ws = q.workspace + suffix
             t0 = time.perf_counter()
             messages = search(q.text, ws, False)

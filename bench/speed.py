@@ -54,7 +54,19 @@ from pgsearch.db.work import Statement
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_SERVER = "postgresql://127.0.0.1:5432/postgres"
 #: Classes whose source message is a meaningful answer (recall is reported).
-RECALL_CLASSES = ("exact", "typo", "accent", "cjk", "multi", "filtered", "session")
+RECALL_CLASSES = (
+    "exact",
+    "typo",
+    "accent",
+    "cjk",
+    "multi",
+    "filtered",
+    "session",
+    "rare_exact",
+    "rare_typo",
+    "realword_exact",
+    "realword_typo",
+)
 #: Classes the alternatives run (browse has no ranking to compare).
 ALT_CLASSES = ("exact", "typo", "accent", "cjk", "common", "short", "multi", "filtered", "session")
 TRGM_CLASSES = ("exact", "typo", "accent")

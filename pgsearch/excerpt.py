@@ -181,7 +181,9 @@ def _iter_spans(text: str, wanted: frozenset[str]) -> Iterator[tuple[int, int]]:
     for run in _NON_ASCII_RE.finditer(text):
         if run.end() <= pos:
             continue
-        lo = _word_start(text, run.start(), pos)
+        # A run that starts inside the last region (its word went on past it) is
+        # looked at from where that region ended: a place between two words.
+        lo = _word_start(text, max(run.start(), pos), pos)
         head = _head_re().match(text, run.end(), run.end() + _LONG_REACH)
         hi = run.end() if head is None else head.end()
         if pattern is not None and lo > pos:
@@ -328,7 +330,7 @@ def make_excerpt(
     if whole and utf8_len(flat) + len(spans) * 4 <= max_bytes:
         return _mark(flat, spans, 0, len(flat))
     budget = max(max_bytes - 2 * utf8_len(ELLIPSIS), 16)
-    anchor = spans[0][0] if spans else 0
+    anchor = best_anchor(flat, spans, budget)
     # A third of the room before the match, the rest after it.
     start = anchor
     used = 0
@@ -362,6 +364,31 @@ def make_excerpt(
     prefix = ELLIPSIS if start > 0 or more_before else ""
     suffix = ELLIPSIS if end < len(flat) or more_after else ""
     return truncate_bytes(prefix + body.strip() + suffix, max_bytes)
+
+
+def best_anchor(text: str, spans: list[tuple[int, int]], budget: int) -> int:
+    """Where an excerpt of `budget` bytes centres: the match opening the stretch with
+    the most distinct matched words (the first such), so that a hit on a long
+    identifier (``test_cache_invalidation_version_mismatch``) shows the identifier,
+    not an earlier lone ``cache``."""
+    if not spans:
+        return 0
+    reach = max(budget * 2 // 3, 1)
+    words = [text[s:e].lower() for s, e in spans]
+    counts: dict[str, int] = {}
+    best, best_count = spans[0][0], 0
+    end = 0
+    # A window of spans from i on, within `reach` of span i: two pointers, one pass.
+    for i, (start, _) in enumerate(spans):
+        while end < len(spans) and spans[end][0] - start <= reach:
+            counts[words[end]] = counts.get(words[end], 0) + 1
+            end += 1
+        if len(counts) > best_count:
+            best, best_count = start, len(counts)
+        counts[words[i]] -= 1
+        if not counts[words[i]]:
+            del counts[words[i]]
+    return best
 
 
 def _mark(text: str, spans: list[tuple[int, int]], start: int, end: int) -> str:

@@ -53,7 +53,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA, Levenshtein
 
 from pgsearch import policy, ranking
 from pgsearch.errors import InvalidQuery
@@ -234,9 +234,15 @@ class VocabularyLookup:
     prefix_limit: int = PREFIX_FETCH
     fuzzy_limit: int = FUZZY_FETCH
     trusted_df: int = TRUSTED_DF
+    #: Words found as written fewer times than this still get their neighbours read,
+    #: in case a far more common word one edit away was meant (0: only below
+    #: `trusted_df`).
+    realword_df: int = 0
 
 
-def vocabulary_lookup(query: ParsedQuery) -> VocabularyLookup:
+def vocabulary_lookup(
+    query: ParsedQuery, *, fuzzy_limit: int = FUZZY_FETCH, realword_df: int = 0
+) -> VocabularyLookup:
     """What to read from the vocabulary for `query`'s words."""
     cjk = {w.text for w in query.words if w.cjk}
     texts = query.texts
@@ -248,6 +254,8 @@ def vocabulary_lookup(query: ParsedQuery) -> VocabularyLookup:
             t not in cjk and len(t) >= FUZZY_MIN_CHARS and not any(c.isdigit() for c in t)
             for t in texts
         ),
+        fuzzy_limit=fuzzy_limit,
+        realword_df=realword_df,
     )
 
 
@@ -264,22 +272,31 @@ def fuzzy_targets(lookup: VocabularyLookup, exact_rows: Iterable[VocabRow]) -> t
     """Indexes of the words whose typo expansions are read: the shape allows them and
     the word is found fewer than `trusted_df` times as written."""
     exact_df = _exact_df(exact_rows, len(lookup.words))
-    return tuple(
-        i for i, shaped in enumerate(lookup.fuzzy) if shaped and exact_df[i] < lookup.trusted_df
-    )
+    below = max(lookup.trusted_df, lookup.realword_df)
+    return tuple(i for i, shaped in enumerate(lookup.fuzzy) if shaped and exact_df[i] < below)
 
 
 def choose_expansions(
-    query: ParsedQuery, rows: Sequence[VocabRow], *, max_expansions: int
+    query: ParsedQuery,
+    rows: Sequence[VocabRow],
+    *,
+    max_expansions: int,
+    typo_distance: str = "levenshtein",
+    realword_ratio: float = 0.0,
 ) -> dict[str, Group]:
     """One group of expansions per query word found (words with none left out).
 
     The word as written and its same-stem forms are always kept. Prefix and typo
     terms count only for a word found fewer than `TRUSTED_DF` times; typo terms must
     be one edit away (two from 9 letters), re-checked here because the trigram read
-    is looser, and the nearest, most frequent `max_expansions` are kept. Weights of
-    words typed as one chunk are shared (`ParsedQuery.shares`).
+    is looser, and the nearest, most frequent `max_expansions` are kept; with
+    ``typo_distance="osa"`` a transposition is one edit. With `realword_ratio`, a word found
+    as written `TRUSTED_DF` times or more also gets the typo terms found at least
+    `realword_ratio` times as often as it (a misspelling that recurs in the logs still
+    reaches the word meant). Weights of words typed as one chunk are shared
+    (`ParsedQuery.shares`).
     """
+    edit_distance = OSA.distance if typo_distance == "osa" else Levenshtein.distance
     texts = query.texts
     exact_df = _exact_df(rows, len(texts))
     groups: list[dict[str, Expansion]] = [{} for _ in texts]
@@ -294,6 +311,12 @@ def choose_expansions(
             )
         elif exact_df[i] < TRUSTED_DF:
             later.append(row)
+        elif (
+            realword_ratio > 0
+            and row.how == "fuzzy"
+            and row.df + row.sf >= realword_ratio * exact_df[i]
+        ):
+            later.append(row)
     typos: dict[int, list[tuple[int, int, str, int, int]]] = {}
     for row in later:
         i = row.word_index
@@ -304,7 +327,7 @@ def choose_expansions(
             continue
         word = texts[i]
         allowed = 1 if len(word) <= ONE_EDIT_MAX_CHARS else 2
-        distance = Levenshtein.distance(word, row.term, score_cutoff=allowed)
+        distance = edit_distance(word, row.term, score_cutoff=allowed)
         if distance <= allowed:
             typos.setdefault(i, []).append((distance, -(row.df + row.sf), row.term, row.sf, row.df))
     for i, options in typos.items():
@@ -505,6 +528,9 @@ class FieldHit:
     #: The field the hit shows, or None when the session's messages are boosted but
     #: the match is no hit of its own (the kinds searched exclude it).
     matched_in: Field | None
+    #: The title holds every word of a query of two or more words, as typed or in
+    #: another form (no typo or prefix guess): the session the user named.
+    whole_title: bool = False
 
 
 def field_hits(
@@ -544,6 +570,11 @@ def field_hits(
         title_boost = 1 + (ranking.TITLE_BOOST - 1) * in_title / total_weight
         summary_boost = 1 + (ranking.SUMMARY_BOOST - 1) * in_summary / total_weight
         shown: Field | None = "summary" if summary_boost > title_boost else "title"
+        whole_title = len(groups) >= 2 and all(
+            any(e.term in row.in_title and e.how in ("exact", "stem") for e in g) for g in groups
+        )
+        if whole_title:
+            shown = "title"
         if shown not in alone:
             shown = "summary" if "summary" in alone and in_summary else None
         out[row.session_id] = FieldHit(
@@ -551,6 +582,7 @@ def field_hits(
             score=score,
             terms=frozenset(matched),
             matched_in=shown,
+            whole_title=whole_title,
         )
     return out
 
@@ -571,22 +603,55 @@ def orphan_hits(
     }
 
 
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """How much a hit's surroundings add to its own score (each 0 to leave out)."""
+
+    #: Share of the best neighbouring turn's score added (`ranking.add_context`).
+    context: float = 0.0
+    #: Share of the session's summed best scores added (`ranking.add_session`).
+    session: float = 0.0
+    #: Match weight of a query word naming the message's speaker.
+    speaker: float = 0.0
+    #: Typo expansions of a word absent from the vocabulary keep their own IDF.
+    per_expansion_idf: bool = False
+    #: Session evidence scaled by the share of the query the session covers.
+    session_coverage: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Evidence:
+        return cls(
+            context=settings.context_weight,
+            session=settings.session_weight,
+            speaker=settings.speaker_weight,
+            per_expansion_idf=settings.per_expansion_idf,
+            session_coverage=settings.session_coverage,
+        )
+
+
 def score_candidates(
     candidates: Iterable[CandidateRow],
     groups: Sequence[Group],
     stats: SearchStats,
     hits: Mapping[str, FieldHit],
     anchors: Mapping[str, StoredMessage],
+    evidence: Evidence = Evidence(),
 ) -> list[Ranked]:
     """Scored hits: each candidate message (BM25 times the factors of
-    `ranking.message_score`), then each session found only by its title or summary,
-    at the entry `anchors` names for it."""
-    scorer = Scorer(groups, Corpus(stats.n_indexed, stats.total_len))
+    `ranking.message_score`, plus its neighbours' and its session's evidence), then
+    each session found only by its title or summary, at the entry `anchors` names."""
+    scorer = Scorer(
+        groups,
+        Corpus(stats.n_indexed, stats.total_len),
+        per_expansion_idf=evidence.per_expansion_idf,
+        field_weight=evidence.speaker,
+    )
     scored: list[Ranked] = []
     seen: set[str] = set()
     for c in candidates:
         seen.add(c.session_id)
-        base, matched = scorer.score(c.tfs, c.length)
+        speaker = ranking.speaker_terms(c.kind, c.speaker) if evidence.speaker else frozenset()
+        base, matched = scorer.score(c.tfs, c.length, fields=speaker)
         if base <= 0:
             continue
         hit = hits.get(c.session_id)
@@ -600,6 +665,12 @@ def score_candidates(
         if hit is not None:
             matched |= hit.terms
         scored.append(Ranked(c.session_id, c.seq, c.kind, score, c.created_at, frozenset(matched)))
+    if evidence.context:
+        scored = ranking.add_context(scored, evidence.context)
+    if evidence.session:
+        scored = ranking.add_session(
+            scored, evidence.session, scorer if evidence.session_coverage else None
+        )
     for sid, hit in hits.items():
         anchor = anchors.get(sid)
         if sid in seen or anchor is None or hit.matched_in is None:
@@ -615,7 +686,25 @@ def score_candidates(
                 matched_in=hit.matched_in,
             )
         )
-    return scored
+    named = {sid for sid, hit in hits.items() if hit.whole_title}
+    return ranking.sessions_first(scored, named) if named else scored
+
+
+#: A query word found as typed (or in another form) in at most this many messages is
+#: rare: a hit holding it is kept whatever its score (see `ranking.rank`).
+RARE_FLOOR_DF = 3
+
+
+def rare_terms(groups: Iterable[Group]) -> frozenset[str]:
+    """The exact and same-stem terms of the query found in at most `RARE_FLOOR_DF`
+    messages: a long message that is the only one holding such a word must not fall
+    under the relative floor because length normalisation shrank its score."""
+    return frozenset(
+        e.term
+        for g in groups
+        for e in g
+        if e.how in ("exact", "stem") and 0 < e.df <= RARE_FLOOR_DF
+    )
 
 
 # --- what --explain shows -------------------------------------------------------------

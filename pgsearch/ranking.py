@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
 from pgsearch import policy
+from pgsearch.normalize import tokenize
 from pgsearch.rows import How
 from pgsearch.settings import RELATIVE_FLOOR
 
@@ -110,10 +111,13 @@ class Scorer:
         *,
         use_sf: bool = False,
         coverage_exponent: float = COVERAGE_EXPONENT,
+        per_expansion_idf: bool = False,
+        field_weight: float = 0.0,
     ) -> None:
         n = max(corpus.n, 1)
         self.avg_length = corpus.avg_length
         self.coverage_exponent = coverage_exponent
+        self.field_weight = field_weight
         # Per group: its IDF, its importance for coverage, and (term, weight) pairs.
         self.groups: list[tuple[float, float, list[tuple[str, float]]]] = []
         self.importance = 0.0
@@ -124,10 +128,27 @@ class Scorer:
             group_idf = idf(n, df)
             importance = group_idf * max(exp.weight for exp in group)
             self.importance += importance
-            self.groups.append((group_idf, importance, [(e.term, e.weight) for e in group]))
+            pairs = [(e.term, e.weight) for e in group]
+            if per_expansion_idf and not any(e.how == "exact" for e in group):
+                # The word as typed is in no document: its typo expansions are
+                # alternatives, each as informative as it is rare (the weight carries
+                # the ratio of its own IDF to the group's).
+                pairs = [
+                    (e.term, e.weight * idf(n, max(e.sf if use_sf else e.df, 1)) / group_idf)
+                    if e.how == "fuzzy" and group_idf > 0
+                    else (e.term, e.weight)
+                    for e in group
+                ]
+            self.groups.append((group_idf, importance, pairs))
 
-    def score(self, tfs: dict[str, int], length: int) -> tuple[float, set[str]]:
-        """The score of a document with term frequencies `tfs`, and the terms hit."""
+    def score(
+        self, tfs: dict[str, int], length: int, *, fields: frozenset[str] = frozenset()
+    ) -> tuple[float, set[str]]:
+        """The score of a document with term frequencies `tfs`, and the terms hit.
+
+        A term in `fields` (the words of the message's speaker) matches as a one-word
+        field of weight `field_weight`; a group scores the better of the two.
+        """
         total = 0.0
         covered = 0.0
         matched: set[str] = set()
@@ -143,6 +164,12 @@ class Scorer:
                 value = weight * group_idf * (tf * (K1 + 1.0)) / (tf + norm)
                 if value > best:
                     best, best_term = value, term
+            if fields:
+                for term, weight in expansions:
+                    if term in fields:
+                        value = self.field_weight * weight * group_idf
+                        if value > best:
+                            best, best_term = value, term
             if best_term is not None:
                 total += best
                 covered += importance
@@ -150,6 +177,69 @@ class Scorer:
         if self.coverage_exponent and self.importance > 0:
             total *= (covered / self.importance) ** self.coverage_exponent
         return total, matched
+
+    def coverage(self, matched: Iterable[str]) -> float:
+        """The IDF-weighted share of the query's groups that terms `matched` cover."""
+        if self.importance <= 0:
+            return 0.0
+        terms = set(matched)
+        covered = sum(
+            importance
+            for _, importance, expansions in self.groups
+            if any(t in terms for t, _ in expansions)
+        )
+        return covered / self.importance
+
+
+def speaker_terms(kind: str, speaker: str | None) -> frozenset[str]:
+    """The search terms of a user or assistant message's speaker name (else none)."""
+    if not speaker or kind not in (policy.USER_TEXT, policy.ASSISTANT_TEXT):
+        return frozenset()
+    return frozenset(tokenize(speaker))
+
+
+def add_context(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
+    """Each hit plus `weight` times the better score of the turns next to it in its
+    session (the one it answers, the one answering it), from the scores as given."""
+    by_key = {(h.session_id, h.seq): h.score for h in hits}
+    out = []
+    for h in hits:
+        near = max(
+            by_key.get((h.session_id, h.seq - 1), 0.0), by_key.get((h.session_id, h.seq + 1), 0.0)
+        )
+        out.append(replace(h, score=h.score + weight * near) if near else h)
+    return out
+
+
+#: Hits of a session whose scores make its evidence (`add_session`).
+SESSION_EVIDENCE_HITS = 3
+
+
+def add_session(
+    hits: Sequence[Ranked], weight: float, coverage: Scorer | None = None
+) -> list[Ranked]:
+    """Each hit plus `weight` times its session's evidence: the summed scores of the
+    session's best `SESSION_EVIDENCE_HITS` hits (a session answering the query in
+    several turns outranks one with a single lucky match), times the share of the
+    query the session's hits cover together when `coverage` is given."""
+    by_session: dict[str, list[float]] = {}
+    terms: dict[str, set[str]] = {}
+    for h in hits:
+        by_session.setdefault(h.session_id, []).append(h.score)
+        terms.setdefault(h.session_id, set()).update(h.matched)
+    evidence = {
+        sid: sum(sorted(scores, reverse=True)[:SESSION_EVIDENCE_HITS])
+        * (coverage.coverage(terms[sid]) if coverage is not None else 1.0)
+        for sid, scores in by_session.items()
+    }
+    return [replace(h, score=h.score + weight * evidence[h.session_id]) for h in hits]
+
+
+def sessions_first(hits: Sequence[Ranked], sessions: set[str]) -> list[Ranked]:
+    """The hits of `sessions` (those whose title the query names in full) moved above
+    every other hit, keeping their own order: the top score is added to theirs."""
+    top = max((h.score for h in hits), default=0.0)
+    return [replace(h, score=h.score + top) if h.session_id in sessions else h for h in hits]
 
 
 def role_weight(kind: str, role: str) -> float:
@@ -212,15 +302,20 @@ class Ranked:
 
 
 def rank(
-    hits: Iterable[Ranked], *, per_session: bool, floor: float = RELATIVE_FLOOR
+    hits: Iterable[Ranked],
+    *,
+    per_session: bool,
+    floor: float = RELATIVE_FLOOR,
+    keep: frozenset[str] = frozenset(),
 ) -> list[Ranked]:
-    """Best first, newest first on ties; drop hits under `floor` x top; one per session."""
+    """Best first, newest first on ties; drop hits under `floor` x top, except those
+    matching a term of `keep` (rare query words); one per session."""
     ordered = sorted(hits, key=lambda h: h.order_key)
     if not ordered:
         return []
     top = ordered[0].score
     if top > 0:
-        ordered = [h for h in ordered if h.score >= floor * top]
+        ordered = [h for h in ordered if h.score >= floor * top or (keep and h.matched & keep)]
     if per_session:
         seen: set[str] = set()
         best: list[Ranked] = []

@@ -78,6 +78,8 @@ class CandidateRow:
     tfs: dict[str, int]
     #: True when the message holds one of the query's phrases in order.
     phrase_hit: bool
+    #: The stored ``name`` (a speaker's name for user and assistant text).
+    speaker: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

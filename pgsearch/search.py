@@ -34,6 +34,7 @@ from pgsearch.db.work import Statement, Step, Unit, Work, explained, fetch, fetc
 from pgsearch.deadline import Deadline
 from pgsearch.excerpt import READ_MARGIN_CHARS, clip, excerpt_around, make_excerpt
 from pgsearch.plan import (
+    Evidence,
     FieldHit,
     Filters,
     ParsedQuery,
@@ -45,6 +46,7 @@ from pgsearch.plan import (
     parse_query,
     plan_candidates,
     plan_fields,
+    rare_terms,
     score_candidates,
     vocabulary_lookup,
 )
@@ -170,7 +172,9 @@ class SearchEngine:
     ) -> Work[tuple[SessionQueryResult, SearchTrace]]:
         settings = self.settings
         ws = filters.workspace
-        lookup = vocabulary_lookup(query)
+        lookup = vocabulary_lookup(
+            query, fuzzy_limit=settings.fuzzy_fetch, realword_df=settings.realword_df
+        )
         # Statistics, the scope's size and the words' vocabulary rows: one trip.
         first: list[Statement[Any]] = [reads.search_stats(filters)]
         if not filters.only_kinds:
@@ -183,7 +187,13 @@ class SearchEngine:
         targets = fuzzy_targets(lookup, found)
         if targets:
             found += yield from fetch(reads.expand_fuzzy(ws, lookup, targets))
-        groups = choose_expansions(query, found, max_expansions=settings.max_expansions)
+        groups = choose_expansions(
+            query,
+            found,
+            max_expansions=settings.max_expansions,
+            typo_distance=settings.typo_distance,
+            realword_ratio=settings.realword_ratio if settings.realword_df else 0.0,
+        )
         if not groups:
             return SessionQueryResult(matches=(), searched=searched), SearchTrace(
                 mode="unknown_words"
@@ -204,8 +214,15 @@ class SearchEngine:
         if orphans:
             rows = yield from fetch(reads.session_anchors(ws, orphans))
             anchors = {m.session_id: m for m in rows}
-        scored = score_candidates(candidates, plan.groups, stats, fields, anchors)
-        ranked = rank(scored, per_session=per_session, floor=settings.relative_floor)
+        scored = score_candidates(
+            candidates, plan.groups, stats, fields, anchors, Evidence.from_settings(settings)
+        )
+        ranked = rank(
+            scored,
+            per_session=per_session,
+            floor=settings.relative_floor,
+            keep=rare_terms(plan.groups),
+        )
         page, more = page_after(ranked, ranked_position(paging.after), paging.limit)
         result = SessionQueryResult(
             matches=tuple((yield from self._materialise(ws, page, paging))),

@@ -73,6 +73,31 @@ class Settings:
     relative_floor: float = RELATIVE_FLOOR
     #: Most fuzzy expansions kept per query word.
     max_expansions: int = 8
+    #: Trigram neighbours read per query word before the edit-distance check.
+    fuzzy_fetch: int = 32
+    #: Typo distance: ``osa`` counts a transposition (``gruop``) as one edit, as
+    #: Damerau did; ``levenshtein`` counts it as two.
+    typo_distance: str = "osa"
+    #: A word found as written fewer than this many times is still checked for a far
+    #: more common spelling one edit away (people misspell in logs too); 0 disables.
+    realword_df: int = 20
+    #: ... which it must outnumber this many times over to be taken as meant.
+    realword_ratio: float = 10.0
+    #: Each typo expansion of a word absent from the vocabulary scored with its own
+    #: IDF (a rare intended word is not diluted by its common neighbours).
+    per_expansion_idf: bool = True
+    #: Share of the best neighbouring turn's score (the message a hit answers, or the
+    #: one answering it) added to a hit's score; 0 disables.
+    context_weight: float = 0.3
+    #: Share of the session's evidence (its best hits' scores summed) added to each
+    #: of its hits' scores; 0 disables.
+    session_weight: float = 0.3
+    #: The session's evidence scaled by the share of the query its hits cover
+    #: together (words answered in different turns of one session add up).
+    session_coverage: bool = False
+    #: Match weight of a query word naming a message's speaker (the ``name`` of a
+    #: user or assistant message); 0 disables.
+    speaker_weight: float = 1.0
     #: pg_trgm similarity a vocabulary term needs before edit distance is checked.
     #: One edit leaves a 5-8 letter word at least 0.33 similar to the original (n+1
     #: padded trigrams, at most 3 changed); two edits leave a 9+ letter word at least
@@ -222,6 +247,13 @@ class Settings:
             raise ConfigError("max_expansions must be positive")
         if not 0 < self.trigram_threshold <= 1:
             raise ConfigError("trigram_threshold must be in (0, 1]")
+        if self.typo_distance not in ("osa", "levenshtein"):
+            raise ConfigError("typo_distance must be osa or levenshtein")
+        if self.fuzzy_fetch < 1:
+            raise ConfigError("fuzzy_fetch must be positive")
+        for name in ("context_weight", "session_weight", "speaker_weight"):
+            if not 0 <= getattr(self, name) <= 5:
+                raise ConfigError(f"{name} must be in [0, 5]")
         if not 0 < self.stop_df_ratio <= 1:
             raise ConfigError("stop_df_ratio must be in (0, 1]")
 

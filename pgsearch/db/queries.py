@@ -581,7 +581,7 @@ _CANDIDATE_COLUMNS: LiteralString = (
     # cheaper than unnesting long documents.
     "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
     "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
-    "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit "
+    "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
     "FROM messages m WHERE "
 )
 

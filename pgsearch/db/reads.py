@@ -118,7 +118,7 @@ def expand_fuzzy(
 
 
 def _candidate(row: Sequence[Any]) -> CandidateRow:
-    sid, seq, kind, role, created_at, length, tfs, phrase_hit = row
+    sid, seq, kind, role, created_at, length, tfs, phrase_hit, speaker = row
     return CandidateRow(
         session_id=sid,
         seq=seq,
@@ -128,6 +128,7 @@ def _candidate(row: Sequence[Any]) -> CandidateRow:
         length=length,
         tfs=parse_tf(tfs),
         phrase_hit=bool(phrase_hit),
+        speaker=speaker,
     )
 
 

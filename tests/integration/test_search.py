@@ -372,3 +372,61 @@ def test_invalid_requests_are_clear(corpus: PgSearch) -> None:
         provider.search(SessionQueryRequest(query=" ".join(f"w{i}" for i in range(100))))
     with pytest.raises(InvalidQuery, match="since"):
         provider.search(SessionQueryRequest(query="x", since=T0, until=T0))
+
+
+def test_typing_a_session_title_brings_that_session_first(pg: PgSearch) -> None:
+    pg.append(
+        workspace="w",
+        session_id="named",
+        messages=[msg("user", "start with the cron entry", 1, title="Nightly backup rotation")],
+    )
+    pg.append(
+        workspace="w",
+        session_id="chatty",
+        messages=[
+            msg("user", "nightly backup rotation: the nightly backup rotation is slow", 2),
+            msg("assistant", "the rotation of the nightly backup takes an hour", 3),
+        ],
+    )
+    for i in range(6):
+        pg.append(workspace="w", session_id=f"other{i}", messages=[msg("user", FILLER[i % 4], 9)])
+    result = pg.search(SessionQueryRequest(query="nightly backup rotation"), workspace="w")
+    assert [m.session_id for m in result.matches][:2] == ["named", "chatty"]
+
+
+def test_a_long_tool_error_holding_a_rare_word_stays_above_the_floor(pg: PgSearch) -> None:
+    noise = " ".join(f"line {i} of the linker output was unremarkable" for i in range(600))
+    pg.append(
+        workspace="w",
+        session_id="chat",
+        messages=[msg("user", "the nightly build failed on the runner again", i) for i in range(5)],
+    )
+    for i in range(20):
+        pg.append(workspace="w", session_id=f"other{i}", messages=[msg("user", FILLER[i % 4], 9)])
+    pg.append(
+        workspace="w",
+        session_id="ci",
+        messages=[
+            msg("tool", f"{noise} undefined reference in xmlsec1 while linking", 10, is_error=True)
+        ],
+    )
+    result = pg.search(
+        SessionQueryRequest(query="nightly build failed on runner xmlsec1", per_session=False),
+        workspace="w",
+    )
+    assert "ci" in {m.session_id for m in result.matches}
+
+
+def test_excerpt_of_a_hit_on_a_long_identifier_shows_the_identifier(pg: PgSearch) -> None:
+    text = (
+        "The cache was warm this morning. "
+        + "Then we went through the deploy notes and the release checklist. " * 8
+        + "Now test_cache_invalidation_version_mismatch fails on the second run."
+    )
+    pg.append(workspace="w", session_id="s", messages=[msg("user", text, 1)])
+    result = pg.search(
+        SessionQueryRequest(query="test_cache_invalidation_version_mismatch", excerpt_bytes=160),
+        workspace="w",
+    )
+    (match,) = result.matches
+    assert "**invalidation**" in match.excerpt and "warm" not in match.excerpt

@@ -391,3 +391,22 @@ def test_excerpt_around_cleans_only_a_slice_around_the_match() -> None:
     assert cleaned and max(cleaned) <= 2 * READ_MARGIN_CHARS + 600
     short = excerpt_around("a short needle text", ["needle"], 300, clean=clean)
     assert short == f"a short {MARK_OPEN}needle{MARK_CLOSE} text"
+
+
+def test_excerpt_of_a_long_identifier_shows_the_identifier() -> None:
+    text = (
+        "The cache was warm when we started. "
+        + "We then looked at unrelated parts of the build for a long while. " * 6
+        + "Finally test_cache_invalidation_version_mismatch failed on the second run."
+    )
+    terms = {"test", "cache", "invalidation", "version", "mismatch"}
+    excerpt = make_excerpt(text, terms, 120)
+    assert "**invalidation**" in excerpt and "**mismatch**" in excerpt
+    assert "warm" not in excerpt
+
+
+def test_a_word_running_from_one_non_ascii_run_into_the_next_is_one_word() -> None:
+    # 'ß1ø' is one word ('ss1o'); the run 'ø😀' starts inside it.
+    assert match_spans("ß1ø😀", ["o"]) == []
+    assert match_spans("ß1ø😀 ø", ["o"]) == [(5, 6)]
+    assert match_spans("ß1ø😀", ["ss1o"]) == [(0, 3)]

@@ -15,6 +15,7 @@ from pgsearch.plan import (
     STOP_MIN_DF,
     TRUSTED_DF,
     CandidatePlan,
+    Evidence,
     Filters,
     ParsedQuery,
     SearchTrace,
@@ -25,6 +26,7 @@ from pgsearch.plan import (
     parse_query,
     plan_candidates,
     plan_fields,
+    rare_terms,
     score_candidates,
     vocabulary_lookup,
 )
@@ -535,3 +537,108 @@ def test_kind_filters_decide_whether_a_title_or_summary_match_is_a_hit() -> None
         arguments="",
     )
     assert score_candidates([], groups, stats(100), none, {"titled": anchor}) == []
+
+
+# --- typos in dense vocabularies, evidence and titles --------------------------------
+
+
+def test_a_transposition_is_one_edit_with_osa() -> None:
+    query = parse("gruop")
+    rows = [row(query, "gruop", "group", 50, how="fuzzy")]
+    assert "gruop" not in choose_expansions(query, rows, max_expansions=8)
+    osa = choose_expansions(query, rows, max_expansions=8, typo_distance="osa")
+    (expansion,) = osa["gruop"]
+    assert (expansion.term, expansion.distance, expansion.weight) == ("group", 1, ranking.FUZZY_1)
+
+
+def test_a_recurring_misspelling_still_reaches_the_common_word() -> None:
+    # "recieve" is itself written in 4 messages; "receive" in 400.
+    query = parse("recieve invoice")
+    rows = [
+        row(query, "recieve", "recieve", 4),
+        row(query, "recieve", "receive", 400, how="fuzzy"),
+        row(query, "recieve", "relieve", 6, how="fuzzy"),
+        row(query, "invoice", "invoice", 30),
+    ]
+    plain = choose_expansions(query, rows, max_expansions=8)
+    assert [e.term for e in plain["recieve"]] == ["recieve"]
+    groups = choose_expansions(
+        query, rows, max_expansions=8, typo_distance="osa", realword_ratio=10.0
+    )
+    by_term = {e.term: e for e in groups["recieve"]}
+    # The common spelling joins as a typo expansion; the rarer neighbour does not.
+    assert set(by_term) == {"recieve", "receive"}
+    assert by_term["recieve"].weight == ranking.EXACT
+    assert by_term["receive"].weight == ranking.FUZZY_1
+
+
+def test_neighbours_are_read_for_words_below_the_realword_df() -> None:
+    query = parse("recieve configuration")
+    lookup = vocabulary_lookup(query, realword_df=20)
+    exact = [row(query, "recieve", "recieve", 4), row(query, "configuration", "configuration", 90)]
+    assert fuzzy_targets(lookup, exact) == (0,)
+    assert fuzzy_targets(vocabulary_lookup(query), exact) == ()
+
+
+def test_typing_a_session_title_brings_that_session_first() -> None:
+    query = parse("nightly backup rotation")
+    dfs = {"nightly": 30, "backup": 60, "rotation": 25}
+    groups = tuple(choose_expansions(query, known(query, dfs), max_expansions=8).values())
+    titles = [
+        FieldRow(
+            session_id="named",
+            field_len=3,
+            tfs=dict.fromkeys(dfs, 1),
+            in_title=frozenset(dfs),
+        ),
+        FieldRow(
+            session_id="partly",
+            field_len=4,
+            tfs={"backup": 1},
+            in_title=frozenset({"backup"}),
+        ),
+    ]
+    hits = field_hits(titles, groups, stats(1_000, n_fields=50))
+    assert hits["named"].whole_title and not hits["partly"].whole_title
+    rows = [
+        # Another session's message holding every word, twice, and said by the user.
+        candidate("chatty", 2, {"nightly": 2, "backup": 2, "rotation": 2}),
+        candidate("named", 9, {"backup": 1}, role="assistant", kind="assistant_text"),
+    ]
+    scored = score_candidates(rows, groups, stats(1_000, n_fields=50), hits, {})
+    ranked = ranking.rank(scored, per_session=True)
+    assert [h.session_id for h in ranked] == ["named", "chatty"]
+
+
+def test_rare_terms_are_exact_words_in_few_messages() -> None:
+    query = parse("xmlsec1 signature failed")
+    rows = [
+        row(query, "xmlsec1", "xmlsec1", 1),
+        row(query, "signature", "signature", 3),
+        row(query, "signature", "signatures", 2, how="stem"),
+        row(query, "failed", "failed", 900),
+    ]
+    groups = choose_expansions(query, rows, max_expansions=8).values()
+    assert rare_terms(groups) == {"xmlsec1", "signature", "signatures"}
+
+
+def test_neighbouring_turns_and_the_speaker_add_evidence() -> None:
+    query = parse("caroline adoption")
+    dfs = {"caroline": 60, "adoption": 4}
+    groups = tuple(choose_expansions(query, known(query, dfs), max_expansions=8).values())
+    rows = [
+        candidate("s1", 3, {"adoption": 1}, speaker="Caroline"),
+        candidate("s1", 4, {"caroline": 1}, role="assistant", kind="assistant_text"),
+        candidate("s2", 8, {"adoption": 1}, speaker="Melanie"),
+    ]
+    plain = {
+        (h.session_id, h.seq): h.score for h in score_candidates(rows, groups, stats(1_000), {}, {})
+    }
+    assert plain[("s1", 3)] == pytest.approx(plain[("s2", 8)])
+    evidence = Evidence(context=0.3, speaker=1.0)
+    scored = {
+        (h.session_id, h.seq): h.score
+        for h in score_candidates(rows, groups, stats(1_000), {}, {}, evidence)
+    }
+    assert scored[("s1", 3)] > scored[("s2", 8)]
+    assert scored[("s1", 4)] > plain[("s1", 4)]

@@ -284,3 +284,89 @@ def test_more_is_false_on_an_exact_last_page() -> None:
     page, more = page_after(ranked, None, 4)
     assert len(page) == 4
     assert not more
+
+
+# -- evidence around a hit -------------------------------------------------------------
+
+
+def test_a_neighbouring_turn_lends_a_share_of_its_score() -> None:
+    # "when did you move?" (seq 4) is answered by "last spring, to the coast" (seq 5).
+    question, answer, elsewhere = hit("s", 4, 10.0), hit("s", 5, 2.0), hit("t", 5, 2.0)
+    out = {
+        (h.session_id, h.seq): h.score
+        for h in ranking.add_context([question, answer, elsewhere], 0.3)
+    }
+    assert out[("s", 5)] == pytest.approx(2.0 + 0.3 * 10.0)
+    assert out[("s", 4)] == pytest.approx(10.0 + 0.3 * 2.0)
+    # Another session's message at the same seq is no neighbour.
+    assert out[("t", 5)] == pytest.approx(2.0)
+
+
+def test_session_evidence_lifts_a_session_answering_in_several_turns() -> None:
+    lucky = hit("lucky", 0, 5.0)
+    steady = [hit("steady", i, 4.0) for i in range(4)]
+    ranked = rank(ranking.add_session([lucky, *steady], 0.3), per_session=True)
+    # Alone, the lucky single match (5.0) beats any one steady turn (4.0); with the
+    # session's three best turns as evidence (4.0 + 0.3 x 12.0 against 5.0 + 0.3 x
+    # 5.0), the steady session leads.
+    assert ids(ranked) == [("steady", 0), ("lucky", 0)]
+    assert ids(rank([lucky, *steady], per_session=True))[0] == ("lucky", 0)
+
+
+def test_a_query_word_naming_the_speaker_counts_as_a_match() -> None:
+    groups = [[Expansion(0, "marguerite", EXACT, 40)], [Expansion(1, "pottery", EXACT, 3)]]
+    corpus = Corpus(1_000, 20_000)
+    scorer = ranking.Scorer(groups, corpus, field_weight=1.0)
+    said_by_her, _ = scorer.score(
+        {"pottery": 1}, 20, fields=ranking.speaker_terms("user_text", "Marguerite")
+    )
+    said_by_other, _ = scorer.score(
+        {"pottery": 1}, 20, fields=ranking.speaker_terms("user_text", "Tobias")
+    )
+    assert said_by_her > said_by_other > 0
+    # A tool's name is no speaker.
+    assert ranking.speaker_terms("tool_output", "grep") == frozenset()
+    assert ranking.speaker_terms("assistant_text", "Jean-Luc") == {"jean", "luc"}
+
+
+def test_typo_expansions_of_an_absent_word_keep_their_own_idf() -> None:
+    # "chronogrph" is in no document; it may mean the rare "chronograph" (df 2) or the
+    # common "chronographs" (df 300, two edits away).
+    group = [
+        Expansion(0, "chronograph", FUZZY_1, 2, how="fuzzy", distance=1),
+        Expansion(0, "chronographs", FUZZY_2, 300, how="fuzzy", distance=2),
+    ]
+    corpus = Corpus(1_000, 20_000)
+    blended = ranking.Scorer([group], corpus)
+    own = ranking.Scorer([group], corpus, per_expansion_idf=True)
+    rare_doc = {"chronograph": 1}
+    assert blended.score(rare_doc, 20)[0] == pytest.approx(
+        FUZZY_1 * term_score(1, 300, 1_000, 20, 20)
+    )
+    assert own.score(rare_doc, 20)[0] == pytest.approx(FUZZY_1 * term_score(1, 2, 1_000, 20, 20))
+    # With the word itself in the vocabulary, the group keeps one IDF (its largest).
+    with_exact = [Expansion(0, "chronogrph", EXACT, 1), *group]
+    assert ranking.Scorer([with_exact], corpus, per_expansion_idf=True).score(rare_doc, 20)[
+        0
+    ] == pytest.approx(FUZZY_1 * term_score(1, 300, 1_000, 20, 20))
+
+
+def test_a_rare_word_keeps_a_long_hit_above_the_relative_floor() -> None:
+    top = hit("chat", 0, 10.0)
+    long_error = Ranked(
+        session_id="build",
+        seq=7,
+        kind="tool_error",
+        score=1.0,
+        created_at=T0,
+        matched=frozenset({"xmlsec1"}),
+    )
+    assert ids(rank([top, long_error], per_session=False)) == [("chat", 0)]
+    kept = rank([top, long_error], per_session=False, keep=frozenset({"xmlsec1"}))
+    assert ids(kept) == [("chat", 0), ("build", 7)]
+
+
+def test_sessions_named_in_full_by_title_come_first() -> None:
+    hits = [hit("other", 0, 9.0), hit("named", 3, 1.0), hit("named", 4, 0.5), hit("x", 1, 2.0)]
+    ranked = rank(ranking.sessions_first(hits, {"named"}), per_session=False)
+    assert ids(ranked) == [("named", 3), ("named", 4), ("other", 0), ("x", 1)]
