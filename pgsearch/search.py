@@ -34,6 +34,7 @@ from pgsearch.db.work import Statement, Step, Unit, Work, explained, fetch, fetc
 from pgsearch.deadline import Deadline
 from pgsearch.excerpt import READ_MARGIN_CHARS, clip, excerpt_around, make_excerpt
 from pgsearch.plan import (
+    CandidatePlan,
     Evidence,
     FieldHit,
     Filters,
@@ -206,6 +207,16 @@ class SearchEngine:
             reading.append(reads.session_fields(ws, field_plan))
         got = yield Step(tuple(reading))
         candidates: list[CandidateRow] = got[0]
+        capped = len(candidates) >= plan.cap
+        if capped and per_session:
+            # The cap's messages may come from a few sessions: one more candidate
+            # per session among many more matches, so that the sessions shown are
+            # the matching sessions, not those of the first cap messages.
+            keys = {(c.session_id, c.seq) for c in candidates}
+            spread = yield from fetch(
+                reads.session_spread(filters, plan, scan=settings.candidate_scan_limit)
+            )
+            candidates += [c for c in spread if (c.session_id, c.seq) not in keys]
         fields: dict[str, FieldHit] = {}
         if field_plan is not None:
             fields = field_hits(got[1], plan.groups, stats, alone=field_plan.alone)
@@ -228,7 +239,8 @@ class SearchEngine:
             matches=tuple((yield from self._materialise(ws, page, paging))),
             searched=searched,
             next_cursor=paging.next_cursor(list(page[-1].order_key)) if more and page else None,
-            candidates_capped=len(candidates) >= plan.cap,
+            candidates_capped=capped,
+            notice=capped_notice(plan) if capped and not more else None,
         )
         return result, SearchTrace(mode="ranked", plan=plan, field_plan=field_plan)
 
@@ -288,6 +300,16 @@ class SearchEngine:
             index_policy=self.settings.index_policy,
             deadline=paging.deadline,
         )
+
+
+def capped_notice(plan: CandidatePlan) -> str:
+    """What a host shows when the last page of a capped search is reached."""
+    which = "newest " if plan.newest_first else ""
+    return (
+        f"more entries match than the {plan.cap:,} {which}ones ranked, so this is not all "
+        "of them: narrow the query (more words, a session, kind, role or time range) "
+        "to see the others"
+    )
 
 
 def _searched(filters: Filters) -> Statement[Any]:

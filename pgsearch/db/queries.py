@@ -574,7 +574,7 @@ def filter_clauses(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     return _filter_sql(filters, "m"), _filter_params(filters)
 
 
-_CANDIDATE_COLUMNS: LiteralString = (
+_CANDIDATE_SELECT: LiteralString = (
     "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
     # The query terms' entries of the tsvector (positions give tf): marking them
     # with weight A and filtering on it is a binary search per term in C, far
@@ -582,8 +582,9 @@ _CANDIDATE_COLUMNS: LiteralString = (
     "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
     "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
     "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
-    "FROM messages m WHERE "
+    "FROM messages m "
 )
+_CANDIDATE_COLUMNS: LiteralString = _CANDIDATE_SELECT + "WHERE "
 
 #: Newest first: by time, and on equal times (entries without a time of their own
 #: take the one before theirs) the later entry of a session first, so what was
@@ -620,6 +621,33 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
     elif plan.newest_first:
         sql += " ORDER BY " + NEWEST_FIRST
     return sql + " LIMIT %(cap)s", params
+
+
+def session_spread_sql(
+    filters: Filters, plan: CandidatePlan, *, scan: int
+) -> tuple[LiteralString, dict[str, Any]]:
+    """The newest match of each session among the first `scan` matches of the plan's
+    tsquery (in index order), newest first, at most the plan's cap, with the same
+    columns as `candidates_sql`: when more messages match than the cap, one best hit
+    per session then covers the sessions of many more matches than the cap."""
+    sql = (
+        _CANDIDATE_SELECT + "JOIN (SELECT DISTINCT ON (c.session_id) c.session_id, c.seq FROM ("
+        "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
+        + _filter_sql(filters, "m")
+        + " AND m.tsv @@ %(tsq)s::tsquery LIMIT %(scan)s) c "
+        "ORDER BY c.session_id, c.created_at DESC, c.seq DESC) k "
+        "ON m.workspace_id = %(ws)s AND m.session_id = k.session_id AND m.seq = k.seq "
+        "ORDER BY " + NEWEST_FIRST + " LIMIT %(cap)s"
+    )
+    params = _filter_params(filters)
+    params.update(
+        terms=list(plan.terms),
+        phrase=tsquery_phrases(plan.phrases),
+        tsq=candidate_tsquery(plan),
+        cap=plan.cap,
+        scan=scan,
+    )
+    return sql, params
 
 
 def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:

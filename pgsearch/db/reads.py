@@ -33,6 +33,7 @@ __all__ = [
     "search_stats",
     "session_anchors",
     "session_fields",
+    "session_spread",
     "within",
 ]
 
@@ -136,6 +137,12 @@ def candidates(filters: Filters, plan: CandidatePlan) -> Statement[CandidateRow]
     """The candidate messages of the plan, with the query terms' frequencies."""
     sql, params = q.candidates_sql(filters, plan)
     return Statement("candidates", sql, params, _candidate)
+
+
+def session_spread(filters: Filters, plan: CandidatePlan, *, scan: int) -> Statement[CandidateRow]:
+    """One candidate per session (its newest match) among the first `scan` matches."""
+    sql, params = q.session_spread_sql(filters, plan, scan=scan)
+    return Statement("candidates per session", sql, params, _candidate)
 
 
 def _field_row(row: Sequence[Any]) -> FieldRow:
