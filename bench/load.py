@@ -3,6 +3,7 @@
     python -m bench.load --messages 100000                 # about 10 minutes here
     python -m bench.load --messages 100000 --clients 1,8 --seconds 5
     python -m bench.load --dsn postgresql://.../loaded_db  # an ingested database
+    python -m bench.load --dsn ... --read-dsn postgresql://standby/loaded_db
 
 1. Generates (or reuses) the seeded corpus of `bench.generate` and ingests it into
    ``pgsearch_bench_load_<size>`` (kept between runs: ``--fresh`` rebuilds it), as
@@ -62,9 +63,9 @@ from bench.speed import (
 )
 from pgsearch import PgSearch, Settings
 from pgsearch.aio import AsyncPgSearch
-from pgsearch.db.routing import PRIMARY
 from pgsearch.db.work import Statement, Unit, Work, fetch
 from pgsearch.errors import PgSearchError
+from pgsearch.settings import parse_read_dsns
 
 APPEND_SHARE = 0.10
 #: Thread clients of the pool sweep, and the pool sizes tried.
@@ -90,13 +91,18 @@ class Options:
     clients: tuple[int, ...] = (1, 8, 32, 128)
     modes: tuple[str, ...] = ("threads", "tasks")
     seconds: float = 10.0
+    #: Seconds of untimed load before each run (pool grown, caches warm).
+    warmup: float = 1.0
     pool: int | None = None
     sweep: bool = True
     ceiling: bool = True
     server: str = DEFAULT_SERVER
     dsn: str | None = None
+    #: Standbys for the reads (``PGSEARCH_READ_DSN``); appends still go to `dsn`.
+    read_dsns: tuple[str, ...] = ()
     fresh: bool = False
     out: Path = RESULTS
+    corpus: Path | None = None
     quiet: bool = False
 
     def config(self) -> Config:
@@ -117,13 +123,19 @@ def say(opts: Options, text: str) -> None:
 
 
 def prepare_database(opts: Options, corpus_dir: Path) -> str:
-    """The loaded database: reused when a previous run loaded this very corpus."""
+    """The loaded database: reused when a previous run loaded this very corpus.
+
+    With ``--dsn``, that database: loaded with the corpus first when it holds no
+    messages yet (a migrated, empty one), else used as it is.
+    """
+    manifest = (corpus_dir / "manifest.json").read_text(encoding="utf-8")
     if opts.dsn:
+        if _loaded(opts.dsn) is None and _empty(opts.dsn):
+            _ingest(opts, opts.dsn, corpus_dir, manifest)
         return opts.dsn
     label = opts.config().label()
     name = f"pgsearch_bench_load_{label.lower()}"
     dsn = dsn_for(opts.server, name)
-    manifest = (corpus_dir / "manifest.json").read_text(encoding="utf-8")
     if not opts.fresh and _loaded(dsn) == manifest:
         say(opts, f"reusing {name}")
         return dsn
@@ -139,6 +151,11 @@ def prepare_database(opts: Options, corpus_dir: Path) -> str:
             "LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'"
         )
     PgSearch.migrate(dsn)
+    _ingest(opts, dsn, corpus_dir, manifest)
+    return dsn
+
+
+def _ingest(opts: Options, dsn: str, corpus_dir: Path, manifest: str) -> None:
     bulk, tail = corpus_files(corpus_dir / "corpus")
     t0 = time.perf_counter()
     ingested = ingest_phase(dsn, bulk + tail, opts.jobs)
@@ -150,7 +167,11 @@ def prepare_database(opts: Options, corpus_dir: Path) -> str:
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (LOADED_KEY, manifest),
         )
-    return dsn
+
+
+def _empty(dsn: str) -> bool:
+    with psycopg.connect(dsn, connect_timeout=10) as conn:
+        return conn.execute("SELECT NOT EXISTS (SELECT 1 FROM messages)").fetchone() == (True,)
 
 
 def _loaded(dsn: str) -> str | None:
@@ -364,9 +385,10 @@ def _backends(dsn: str) -> tuple[list[int], int]:
 
 @dataclass
 class Probe:
-    """CPU and machine state around one run."""
+    """CPU and machine state around one run (server CPU: the backends of every
+    node, primary and standbys, when they run on this machine)."""
 
-    dsn: str
+    dsns: tuple[str, ...]
     began: float = 0.0
     client_cpu: float = 0.0
     server_cpu: dict[int, float] = field(default_factory=dict)
@@ -374,8 +396,17 @@ class Probe:
     loadavg: float = 0.0
     others: int = 0
 
+    def _pids(self) -> tuple[list[int], int]:
+        pids: list[int] = []
+        others = 0
+        for dsn in self.dsns:
+            mine, busy = _backends(dsn)
+            pids += mine
+            others += busy
+        return pids, others
+
     def start(self) -> None:
-        pids, self.others = _backends(self.dsn)
+        pids, self.others = self._pids()
         self.server_cpu = {p: _proc_cpu(p) for p in pids}
         self.loadavg = os.getloadavg()[0]
         self.machine = _machine_busy()
@@ -386,7 +417,7 @@ class Probe:
         wall = time.monotonic() - self.began
         client = time.process_time() - self.client_cpu
         busy, total = _machine_busy()
-        pids, _ = _backends(self.dsn)
+        pids, _ = self._pids()
         server = sum(_proc_cpu(p) - self.server_cpu.get(p, 0.0) for p in pids)
         cores = (total - self.machine[1]) / wall if wall else 0.0
         return {
@@ -400,8 +431,9 @@ class Probe:
 
 
 def _pool_counters(stats: dict[str, dict[str, int]]) -> dict[str, int]:
-    s = stats.get(PRIMARY, {})
-    return {k: int(s.get(k, 0)) for k in ("requests_num", "requests_queued", "requests_wait_ms")}
+    """The pool counters, summed over every node's pool."""
+    keys = ("requests_num", "requests_queued", "requests_wait_ms")
+    return {k: sum(int(s.get(k, 0)) for s in stats.values()) for k in keys}
 
 
 def _summary(
@@ -446,12 +478,12 @@ def one_run(
     pool: int | None = None,
 ) -> dict[str, Any]:
     plan = Plan(queries, opts.config(), kind)
-    settings = Settings.from_env({}, dsn=dsn)
+    settings = Settings.from_env({}, dsn=dsn, read_dsns=opts.read_dsns)
     pool = pool or opts.pool
-    probe = Probe(dsn)
+    probe = Probe((dsn, *opts.read_dsns))
     if mode == "threads":
         with PgSearch.connect(settings=settings, pool_size=pool) as pg:
-            run_threads(pg, plan, min(clients, 4), 1.0)  # warm: pool open, caches hot
+            run_threads(pg, plan, min(clients, 4), opts.warmup)
             before = _pool_counters(pg._driver.pool_stats())
             probe.start()
             began = time.monotonic()
@@ -465,7 +497,7 @@ def one_run(
         async def main() -> tuple[Recorder, float, dict[str, Any], dict[str, int], dict[str, int]]:
             apg = await AsyncPgSearch.connect(settings=settings, pool_size=pool)
             try:
-                await run_tasks(apg, plan, min(clients, 4), 1.0)
+                await run_tasks(apg, plan, min(clients, 4), opts.warmup)
                 before = _pool_counters(apg._driver.pool_stats())
                 probe.start()
                 began = time.monotonic()
@@ -504,7 +536,7 @@ def run(opts: Options) -> dict[str, Any]:
     started = time.perf_counter()
     cfg = opts.config()
     label = cfg.label()
-    corpus_dir = RESULTS / f"corpus-{label}"
+    corpus_dir = opts.corpus or (RESULTS / f"corpus-{label}")
     manifest = ensure_corpus(cfg, corpus_dir, quiet=opts.quiet)
     queries = load_queries(corpus_dir / "queries.jsonl")
     dsn = prepare_database(opts, corpus_dir)
@@ -562,6 +594,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-ceiling", action="store_true", help="skip SELECT 1 and FTS runs")
     parser.add_argument("--server", default=DEFAULT_SERVER)
     parser.add_argument("--dsn", default=None, help="an already loaded database to use")
+    parser.add_argument(
+        "--read-dsn",
+        default="",
+        help="standbys of the database (as PGSEARCH_READ_DSN): searches run there",
+    )
     parser.add_argument("--fresh", action="store_true", help="rebuild the database")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--quiet", action="store_true")
@@ -584,6 +621,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ceiling=not args.no_ceiling,
         server=args.server,
         dsn=args.dsn,
+        read_dsns=parse_read_dsns(args.read_dsn),
         fresh=args.fresh,
         out=args.out,
         quiet=args.quiet,

@@ -113,9 +113,12 @@ class Settings:
     #: A bulk group (64 files, 5,000 entries) writes in well under a second.
     write_timeout_ms: int = 60_000
     #: Connections per process (`PgSearch` owns a pool; one `PgSearch` per process,
-    #: shared by every thread). The least kept open, and the most: a search is about
-    #: half server time, so a few connections per core keep the server busy; more
-    #: only queue inside PostgreSQL (bench/load.py measures the trade-off).
+    #: shared by every thread). The least kept open, and the most. From
+    #: `bench/load.py`'s pool sweep (32 clients, 2 cores): work done per CPU-second
+    #: is flat from 4 to 16 connections and lower at 2 (the server idles while
+    #: Python runs) and 32 (backends contend); 8 is 4 per core. One connection kept
+    #: open is enough: the pool grows within a few calls, and a one-shot command
+    #: opens only one.
     pool_min: int = 1
     pool_max: int = 8
     #: Seconds a call waits for a free pooled connection before failing.

@@ -76,6 +76,9 @@ ERROR_CODES = {
 DEFAULT_RATE = 50.0
 #: Tokens remembered at most (a flood of distinct tokens only costs lookups).
 TOKEN_CACHE_SIZE = 10_000
+#: Failed token checks a client address may cause per second: each costs a lookup,
+#: so guessing (or a misconfigured client) cannot load the database.
+FAILED_AUTH_RATE = 20.0
 
 STATIC = resources.files("pgsearch.web") / "static"
 #: The page runs only its own scripts and styles and talks only to this origin.
@@ -241,8 +244,17 @@ class Api:
             )
         token = self.tokens.get(secret)
         if token is None:
+            address = request.client.host if request.client else "unknown"
+            wait = self.limiter.peek("failed:" + address, FAILED_AUTH_RATE)
+            if wait > 0:
+                raise ApiError(
+                    "rate_limited",
+                    f"too many failed token checks from {address}; retry in {wait:.2f} s",
+                    headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+                )
             token = await self.db.authenticate(secret)
             if token is None:
+                self.limiter.take("failed:" + address, FAILED_AUTH_RATE)
                 raise ApiError(
                     "unauthorized", "the token is unknown or was revoked", headers=challenge
                 )

@@ -2,7 +2,8 @@
 
 Each token may make `rate` requests per second on average and `burst` at once
 (two seconds' worth, at least one), so one busy agent cannot starve the others of
-the server's connection pool. A refused request is told how long to wait. The
+the server's connection pool. Failed token checks are limited the same way per
+client address. A refused request is told how long to wait. The
 buckets are forgotten after a minute of silence, so the table stays small.
 """
 
@@ -33,7 +34,20 @@ class RateLimiter:
         self._swept = clock()
 
     def take(self, key: str, rate: float) -> float:
-        """0.0 when `key` may make a request now, else the seconds until it may."""
+        """0.0 when `key` may make a request now (and it is counted), else the
+        seconds until it may."""
+        bucket = self._refilled(key, rate)
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return 0.0
+        return (1.0 - bucket.tokens) / rate
+
+    def peek(self, key: str, rate: float) -> float:
+        """As `take`, without counting a request."""
+        bucket = self._refilled(key, rate)
+        return 0.0 if bucket.tokens >= 1.0 else (1.0 - bucket.tokens) / rate
+
+    def _refilled(self, key: str, rate: float) -> _Bucket:
         now = self._clock()
         if now - self._swept > IDLE_SECONDS:
             self._sweep(now)
@@ -44,10 +58,7 @@ class RateLimiter:
         else:
             bucket.tokens = min(burst, bucket.tokens + (now - bucket.stamp) * rate)
             bucket.stamp = now
-        if bucket.tokens >= 1.0:
-            bucket.tokens -= 1.0
-            return 0.0
-        return (1.0 - bucket.tokens) / rate
+        return bucket
 
     def _sweep(self, now: float) -> None:
         self._swept = now

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench import generate, speed
+from bench import generate, load, speed
 
 
 def test_generator_is_deterministic(tmp_path: Path) -> None:
@@ -51,3 +51,31 @@ def test_speed_harness_runs_end_to_end(dsn: str, tmp_path: Path) -> None:
     written = json.loads((tmp_path / "results" / "speed-300.json").read_text(encoding="utf-8"))
     assert written["label"] == results["label"]
     assert "| exact |" in speed.render(results)
+
+
+def test_load_harness_runs_end_to_end(dsn: str, tmp_path: Path) -> None:
+    opts = load.Options(
+        messages=300,
+        workspaces=3,
+        queries_per_class=4,
+        jobs=1,
+        clients=(3,),
+        seconds=0.3,
+        warmup=0.1,
+        sweep=False,
+        dsn=dsn,
+        out=tmp_path / "results",
+        corpus=tmp_path / "corpus",
+        quiet=True,
+    )
+    results = load.run(opts)
+    runs = results["runs"]
+    assert {(r["mode"], r["clients"], r["kind"]) for r in runs} == {
+        (m, c, k) for m in ("threads", "tasks") for c in (3,) for k in ("mixed", "select1", "fts")
+    }
+    assert all(r["errors"] == 0 for r in runs), [r.get("error_samples") for r in runs]
+    mixed = [r for r in runs if r["kind"] == "mixed"]
+    assert all(r["search"]["n"] > 0 and r["pool"]["requests"] >= r["ops"] for r in mixed)
+    assert all(r["cpu"]["client_cores"] > 0 for r in runs)
+    written = json.loads((tmp_path / "results" / "load-300.json").read_text(encoding="utf-8"))
+    assert len(written["runs"]) == len(runs)

@@ -308,8 +308,7 @@ def test_session_evidence_lifts_a_session_answering_in_several_turns() -> None:
     ranked = rank(ranking.add_session([lucky, *steady], 0.3), per_session=True)
     # Alone, the lucky single match (5.0) beats any one steady turn (4.0); with the
     # session's three best turns as evidence (4.0 + 0.3 x 12.0 against 5.0 + 0.3 x
-    # 5.0), the steady session leads (shown at its latest turn: equal scores and
-    # times put the later entry first).
+    # 5.0), the steady session leads (its equal turns: the later seq first).
     assert ids(ranked) == [("steady", 3), ("lucky", 0)]
     assert ids(rank([lucky, *steady], per_session=True))[0] == ("lucky", 0)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pgsearch import PgSearch, SessionMatch, SessionQueryRequest
 from pgsearch.db.store import HEAD_REVISION
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, Databases
 from tests.web.conftest import (
     LONG,
     OTHER,
@@ -470,3 +470,60 @@ def test_unknown_query_parameters_are_refused(server: LiveServer, tokens: dict[s
         assert response.status_code == 400, path
         assert error_code(response) == "invalid_query"
         assert "unknown query parameter" in response.json()["error"]["message"]
+
+
+def test_health_is_503_when_the_schema_is_not_current(dsn: str) -> None:
+    import psycopg
+
+    from pgsearch import Settings
+    from pgsearch.web.app import ServeConfig
+
+    with LiveServer(ServeConfig(), Settings.from_env(dsn=dsn)) as live:
+        assert client(live).get("/healthz").status_code == 200
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("UPDATE pgsearch_alembic_version SET version_num = '0001'")
+        response = client(live).get("/healthz")
+        assert response.status_code == 503 and error_code(response) == "unavailable"
+        assert "pgsearch migrate" in response.json()["error"]["message"]
+
+
+def test_failed_token_checks_are_limited_per_client_address(
+    http_dsn: str, tokens: dict[str, str]
+) -> None:
+    from pgsearch import Settings
+    from pgsearch.web.app import FAILED_AUTH_RATE, ServeConfig
+
+    with LiveServer(ServeConfig(token_cache_seconds=0), Settings.from_env(dsn=http_dsn)) as live:
+        guesses = [
+            client(live, f"pgs_{i:012x}_" + "g" * 43).get("/v1/whoami").status_code
+            for i in range(int(FAILED_AUTH_RATE * 4))
+        ]
+        assert guesses[0] == 401 and 429 in guesses, guesses
+        limited = client(live, "pgs_000000000001_" + "h" * 43).get("/v1/whoami")
+        assert limited.status_code == 429 and error_code(limited) == "rate_limited"
+        assert int(limited.headers["Retry-After"]) >= 1
+
+
+def test_a_database_that_went_away_is_503_unavailable(dsn: str, databases: Databases) -> None:
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    from pgsearch import Settings
+    from pgsearch.web.app import ServeConfig
+
+    with PgSearch.connect(dsn) as pg:
+        secret = pg.create_token(workspace=WORKSPACE).secret
+    name = conninfo_to_dict(dsn)["dbname"]
+    config = ServeConfig(token_cache_seconds=0)
+    with LiveServer(config, Settings.from_env(dsn=dsn).with_(pool_timeout=3.0)) as live:
+        c = client(live, secret)
+        assert c.get("/v1/sessions").status_code == 200
+        with psycopg.connect(databases.server_dsn, autocommit=True) as conn:
+            conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (name,),
+            )
+        for response in (c.get("/v1/sessions"), client(live).get("/healthz")):
+            assert response.status_code == 503, response.text
+            assert error_code(response) == "unavailable"

@@ -1,0 +1,3 @@
+module example.com/pgsearchclient
+
+go 1.19
