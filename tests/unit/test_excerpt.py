@@ -6,7 +6,7 @@ import re
 import unicodedata
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pgsearch.excerpt import (
@@ -328,7 +328,7 @@ def test_a_huge_ascii_text_is_matched_by_one_pattern() -> None:
 LONG = st.lists(st.sampled_from(["ab ", "cdé ", "e\u0301f ", "東京タワー ", "한 ", "x\n\n", "😀 "]))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(LONG, LONG, st.integers(1, 4), st.integers(40, MAX_EXCERPT_BYTES))
 def test_long_texts_keep_every_excerpt_promise(
     before: list[str], after: list[str], repeat: int, max_bytes: int
@@ -342,7 +342,7 @@ def test_long_texts_keep_every_excerpt_promise(
         assert f"{MARK_OPEN}needle{MARK_CLOSE}" in excerpt
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.text(st.sampled_from(list("aB1 _-é\n")), max_size=300),
     st.sampled_from(["ab", "b1", "a" * 64]),
@@ -360,7 +360,7 @@ def test_the_ascii_pattern_marks_what_word_by_word_matching_marks(text: str, ter
 WORDY = st.text(st.sampled_from(list("ab AB1_-.cdé\u0301ßøİ東京タ한\n\u3002😀")), max_size=400)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     WORDY,
     st.lists(st.sampled_from(["ab", "cde", "ss", "o", "i", "東京", "京", "한", "b1"]), max_size=3),
