@@ -34,8 +34,8 @@ from pgsearch.db.work import Statement, Step, Unit, Work, explained, fetch, fetc
 from pgsearch.deadline import Deadline
 from pgsearch.excerpt import READ_MARGIN_CHARS, clip, excerpt_around, make_excerpt
 from pgsearch.plan import (
-    CandidatePlan,
     STOP_MIN_DF,
+    CandidatePlan,
     Evidence,
     FieldHit,
     Filters,
