@@ -412,6 +412,8 @@ def _render_result(result: SessionQueryResult, workspace: str) -> str:
         f"{len(result.matches)} matches, {result.searched} entries searched"
         + (" (candidate cap reached)" if result.candidates_capped else "")
     )
+    if result.notice:
+        lines.append(result.notice)
     first = result.matches[0]
     lines.append(
         f"open a window: pgsearch around -w {workspace} --session {first.session_id} "

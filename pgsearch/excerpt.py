@@ -17,10 +17,17 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache, lru_cache
 
-from pgsearch.normalize import LETTER_FOLD, MAX_TERM_CHARS, is_cjk, normalize, tokenize
+from pgsearch.normalize import (
+    LETTER_FOLD,
+    MAX_TERM_CHARS,
+    is_cjk,
+    normalize,
+    strip_table,
+    tokenize,
+)
 
 MARK_OPEN = "**"
 MARK_CLOSE = "**"
@@ -61,16 +68,10 @@ def _tail_re() -> re.Pattern[str]:
     return re.compile(f"(?:[^\\W_]|[{_marks()}])*\\Z")
 
 
-@cache
-def _strip_marks_re() -> re.Pattern[str]:
-    return re.compile(f"[{_marks()}]+")
-
-
 def _loose(text: str) -> str:
     """A cheap fold for `_may_hold`: decomposed, case-folded, marks dropped, letters
     folded. A word's normalised form, so folded, lies within its text so folded."""
-    decomposed = unicodedata.normalize("NFKD", text).casefold()
-    return _strip_marks_re().sub("", decomposed).translate(LETTER_FOLD)
+    return unicodedata.normalize("NFKD", text).casefold().translate(strip_table())
 
 
 def utf8_len(text: str) -> int:
@@ -87,11 +88,17 @@ def truncate_bytes(text: str, max_bytes: int) -> str:
 
 #: Text longer than this is scanned for its first match block by block of this
 #: many characters, instead of being matched whole.
-SCAN_BLOCK_CHARS = 4096
+SCAN_BLOCK_CHARS = 1024
+#: Characters of a stored entry read beyond its indexed prefix (where every match
+#: lies) to cut an excerpt: room for the excerpt's tail, and for secret scrubbing
+#: to see a secret whole at the cut.
+READ_MARGIN_CHARS = 16_384
 #: A block boundary moves at most this far to fall between two words.
 _WORD_REACH = 256
 #: How far `match_spans` looks for the ends of a word holding non-ASCII characters.
 _LONG_REACH = 4096
+#: `LETTER_FOLD` as pairs, for `str.replace` (far cheaper than `str.translate`).
+_FOLDS = tuple((chr(k), str(v)) for k, v in LETTER_FOLD.items())
 #: Most characters `first_match` matches word by word; a text whose blocks keep
 #: looking like matches without holding one gets an excerpt from its start.
 MAX_MATCHED_CHARS = 65_536
@@ -114,6 +121,12 @@ def _ascii_re(terms: frozenset[str]) -> re.Pattern[str] | None:
 _NON_ASCII_RE = re.compile(r"[^\x00-\x7f]+")
 
 
+@lru_cache(maxsize=65_536)
+def _normal_piece(piece: str) -> str:
+    """`normalize` of a CJK character or pair (few distinct ones recur)."""
+    return normalize(piece)
+
+
 def _word_spans(text: str, wanted: frozenset[str], start: int, end: int) -> list[tuple[int, int]]:
     """`match_spans` of ``text[start:end]`` word by word (words lie wholly inside)."""
     spans: list[tuple[int, int]] = []
@@ -127,7 +140,7 @@ def _word_spans(text: str, wanted: frozenset[str], start: int, end: int) -> list
             for i in range(len(word)):
                 for width in (2, 1):
                     piece = word[i : i + width]
-                    if len(piece) == width and normalize(piece) in wanted:
+                    if len(piece) == width and _normal_piece(piece) in wanted:
                         spans.append((m.start() + i, m.start() + i + width))
                         break
             continue
@@ -158,22 +171,27 @@ def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
     wanted = frozenset(terms)
     if not wanted:
         return []
+    return _merge(list(_iter_spans(text, wanted)))
+
+
+def _iter_spans(text: str, wanted: frozenset[str]) -> Iterator[tuple[int, int]]:
+    """`match_spans`' spans in order of their start, found as they are needed."""
     pattern = _ascii_re(wanted)
-    spans: list[tuple[int, int]] = []
     pos = 0
     for run in _NON_ASCII_RE.finditer(text):
         if run.end() <= pos:
             continue
-        lo = _word_start(text, run.start(), pos)
+        # A run that starts inside the last region (its word went on past it) is
+        # looked at from where that region ended: a place between two words.
+        lo = _word_start(text, max(run.start(), pos), pos)
         head = _head_re().match(text, run.end(), run.end() + _LONG_REACH)
         hi = run.end() if head is None else head.end()
         if pattern is not None and lo > pos:
-            spans.extend(m.span() for m in pattern.finditer(text, pos, lo))
-        spans.extend(_word_spans(text, wanted, lo, hi))
+            yield from (m.span() for m in pattern.finditer(text, pos, lo))
+        yield from _word_spans(text, wanted, lo, hi)
         pos = hi
     if pattern is not None and pos < len(text):
-        spans.extend(m.span() for m in pattern.finditer(text, pos))
-    return _merge(spans)
+        yield from (m.span() for m in pattern.finditer(text, pos))
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -214,9 +232,9 @@ def first_match(text: str, terms: Iterable[str]) -> int | None:
         block = text[start:end]
         if _may_hold(block, ascii_terms, other_terms):
             matched += len(block)
-            spans = match_spans(block, wanted)
-            if spans:
-                return start + spans[0][0]
+            found = next(_iter_spans(block, wanted), None)
+            if found is not None:
+                return start + found[0]
         start = end
     return None
 
@@ -230,7 +248,10 @@ def _may_hold(block: str, ascii_terms: Sequence[str], other_terms: Sequence[str]
     if ascii_terms:
         # Decomposed, lower-cased, folded, then every character but ASCII dropped:
         # ``Pokémon`` reads ``pokemon``, ``Straße`` ``strasse``.
-        key = unicodedata.normalize("NFKD", block).lower().translate(LETTER_FOLD)
+        key = unicodedata.normalize("NFKD", block).lower()
+        for letter, folded_to in _FOLDS:
+            if letter in key:
+                key = key.replace(letter, folded_to)
         folded = key.encode("ascii", "ignore").decode("ascii")
         if any(t in folded for t in ascii_terms):
             return True
@@ -240,21 +261,64 @@ def _may_hold(block: str, ascii_terms: Sequence[str], other_terms: Sequence[str]
     return False
 
 
-def make_excerpt(text: str, terms: Iterable[str], max_bytes: int) -> str:
+def excerpt_around(
+    raw: str,
+    terms: Iterable[str],
+    max_bytes: int,
+    *,
+    clean: Callable[[str], str],
+    quick: bool = False,
+) -> str:
+    """`make_excerpt` of ``clean(raw)``, cleaning only a slice around the first match.
+
+    `clean` (secret scrubbing) may change lengths, so the match is found in `raw`,
+    and `READ_MARGIN_CHARS` either side of it are cleaned: every character an
+    excerpt can show is cleaned with that much context around it.
+    """
+    if len(raw) <= 2 * READ_MARGIN_CHARS:
+        return make_excerpt(clean(raw), terms, max_bytes, quick=quick)
+    wanted = frozenset(terms)
+    anchor = 0 if quick else first_match(raw, wanted) or 0
+    lo = _word_boundary(raw, max(anchor - READ_MARGIN_CHARS, 0), -1)
+    hi = _word_boundary(raw, min(anchor + READ_MARGIN_CHARS, len(raw)), 1)
+    return make_excerpt(
+        clean(raw[lo:hi]),
+        wanted,
+        max_bytes,
+        quick=quick,
+        more_before=lo > 0,
+        more_after=hi < len(raw),
+    )
+
+
+def make_excerpt(
+    text: str,
+    terms: Iterable[str],
+    max_bytes: int,
+    *,
+    quick: bool = False,
+    more_before: bool = False,
+    more_after: bool = False,
+) -> str:
     """At most `max_bytes` of `text` around the first match, matches marked.
 
     A text longer than `SCAN_BLOCK_CHARS` is cut from a slice around its first match
-    (`first_match`), so the cost does not grow with the text.
+    (`first_match`), so the cost does not grow with the text. `quick` looks for the
+    match in the first block only (when time has run out). `more_before` and
+    `more_after` say that `text` is itself a slice of a longer text.
     """
     wanted = frozenset(terms)
-    more_before = more_after = False
-    if len(text) > SCAN_BLOCK_CHARS:
+    if quick and len(text) > SCAN_BLOCK_CHARS:
+        end = _word_boundary(text, SCAN_BLOCK_CHARS, 1)
+        more_after = more_after or end < len(text)
+        text = text[:end]
+    elif len(text) > SCAN_BLOCK_CHARS:
         anchor = first_match(text, wanted) or 0
         # An excerpt holds at most `max_bytes` characters, a third of them before
         # its match; the slice leaves room for whitespace that collapses.
-        lo = _word_boundary(text, max(anchor - max_bytes - _WORD_REACH, 0), -1)
-        hi = _word_boundary(text, min(anchor + 2 * max_bytes + _WORD_REACH, len(text)), 1)
-        more_before, more_after = lo > 0, hi < len(text)
+        lo = _word_boundary(text, max(anchor - max_bytes // 2 - _WORD_REACH, 0), -1)
+        hi = _word_boundary(text, min(anchor + max_bytes + _WORD_REACH, len(text)), 1)
+        more_before, more_after = more_before or lo > 0, more_after or hi < len(text)
         text = text[lo:hi]
     # Composed (NFC) so that a decomposed word (``e`` + U+0301, Hangul jamo) is cut
     # into the same pieces `normalize` sees; canonically equivalent, so it reads alike.

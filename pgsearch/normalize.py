@@ -82,10 +82,22 @@ def _marks_re() -> re.Pattern[str]:
     return re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in ranges) + "]+")
 
 
+@cache
+def strip_table() -> dict[int, str | None]:
+    """One `str.translate` table that drops every character `_marks_re` matches and
+    folds the letters of `LETTER_FOLD`: several times faster than the substitution
+    (a character class of hundreds of ranges is searched range by range)."""
+    table: dict[int, str | None] = dict(_FOLD)
+    pattern = _marks_re().pattern[1:-2]  # the class's ranges: "a-b" triples
+    for i in range(0, len(pattern), 3):
+        for cp in range(ord(pattern[i]), ord(pattern[i + 2]) + 1):
+            table[cp] = None
+    return table
+
+
 def _strip_marks(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text)
-    kept = _marks_re().sub("", decomposed)
-    return unicodedata.normalize("NFC", kept.translate(_FOLD))
+    return unicodedata.normalize("NFC", decomposed.translate(strip_table()))
 
 
 def normalize(text: str) -> str:

@@ -126,6 +126,20 @@ def indexable_text(
     when the policy says so); for an ordinary tool result and system text, nothing
     unless the policy says so.
     """
+    return scrub_secrets(
+        indexable_raw(kind, content, tool_names=tool_names, arguments=arguments, policy=policy)
+    )
+
+
+def indexable_raw(
+    kind: str,
+    content: str,
+    *,
+    tool_names: list[str] | tuple[str, ...] = (),
+    arguments: str = "",
+    policy: IndexPolicy | None = None,
+) -> str:
+    """`indexable_text` before secrets are scrubbed: scrub what of it is shown."""
     policy = policy or IndexPolicy()
     if kind == TOOL_INPUT:
         parts = [content, *tool_names]
@@ -138,7 +152,7 @@ def indexable_text(
         text = content if policy.system else ""
     else:
         text = content
-    return scrub_secrets(text)
+    return text
 
 
 def join_tool_names(names: Iterable[str]) -> str:

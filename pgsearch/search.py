@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -31,9 +31,11 @@ from pgsearch.cursor import (
 )
 from pgsearch.db import reads
 from pgsearch.db.work import Statement, Step, Unit, Work, explained, fetch, fetch2
-from pgsearch.excerpt import clip, make_excerpt
+from pgsearch.deadline import Deadline
+from pgsearch.excerpt import READ_MARGIN_CHARS, clip, excerpt_around, make_excerpt
 from pgsearch.plan import (
     STOP_MIN_DF,
+    CandidatePlan,
     Evidence,
     FieldHit,
     Filters,
@@ -84,6 +86,8 @@ class Paging:
     fingerprint: str
     #: The position decoded from the request's cursor (None: the first page).
     after: list[Any] | None
+    #: The whole search's deadline (statements and excerpts).
+    deadline: Deadline = field(default_factory=lambda: Deadline.start(0))
 
     def next_cursor(self, position: list[Any]) -> str:
         return self.codec.encode(self.fingerprint, position)
@@ -132,6 +136,8 @@ class SearchEngine:
         query: ParsedQuery,
         explain: bool,
     ) -> Work[SessionQueryResult]:
+        # One deadline for everything this search does, from here on.
+        deadline = Deadline.start(self.settings.statement_timeout_ms)
         key = self._cursor_key
         if key is None:
             rows = yield from fetch(reads.cursor_key())
@@ -144,6 +150,7 @@ class SearchEngine:
             codec=codec,
             fingerprint=fingerprint,
             after=codec.decode(request.cursor, fingerprint) if request.cursor else None,
+            deadline=deadline,
         )
         plans: list[str] | None = [] if explain else None
         # Within one session "the best hit of each session" would be a single hit:
@@ -155,7 +162,10 @@ class SearchEngine:
             inner = self._no_words(filters)
         else:
             inner = self._ranked_search(filters, query, per_session, paging)
-        result, trace = yield from (inner if plans is None else explained(inner, plans))
+        bounded = reads.within(
+            inner if plans is None else explained(inner, plans), deadline, "searching"
+        )
+        result, trace = yield from bounded
         if plans is None:
             return result
         done = tuple(plans)
@@ -255,6 +265,16 @@ class SearchEngine:
             if field_rows is None:
                 field_rows = got.pop(0)
         assert candidates is not None and field_rows is not None
+        capped = len(candidates) >= plan.cap
+        if capped and per_session:
+            # The cap's messages may come from a few sessions: one more candidate
+            # per session among many more matches, so that the sessions shown are
+            # the matching sessions, not those of the first cap messages.
+            keys = {(c.session_id, c.seq) for c in candidates}
+            spread = yield from fetch(
+                reads.session_spread(filters, plan, scan=settings.candidate_scan_limit)
+            )
+            candidates += [c for c in spread if (c.session_id, c.seq) not in keys]
         fields: dict[str, FieldHit] = {}
         if field_plan is not None:
             fields = field_hits(field_rows, plan.groups, stats, alone=field_plan.alone)
@@ -277,7 +297,8 @@ class SearchEngine:
             matches=tuple((yield from self._materialise(ws, page, paging))),
             searched=searched,
             next_cursor=paging.next_cursor(list(page[-1].order_key)) if more and page else None,
-            candidates_capped=len(candidates) >= plan.cap,
+            candidates_capped=capped,
+            notice=capped_notice(plan) if capped and not more else None,
         )
         return result, SearchTrace(mode="ranked", plan=plan, field_plan=field_plan)
 
@@ -322,7 +343,12 @@ class SearchEngine:
         if not page:
             return []
         rows = yield from fetch(
-            reads.page_messages(workspace, [(h.session_id, h.seq) for h in page]), final=True
+            reads.page_messages(
+                workspace,
+                [(h.session_id, h.seq) for h in page],
+                chars=self.settings.max_indexed_chars + READ_MARGIN_CHARS,
+            ),
+            final=True,
         )
         return materialise(
             page,
@@ -330,7 +356,18 @@ class SearchEngine:
             workspace=workspace,
             excerpt_bytes=paging.excerpt_bytes,
             index_policy=self.settings.index_policy,
+            deadline=paging.deadline,
         )
+
+
+def capped_notice(plan: CandidatePlan) -> str:
+    """What a host shows when the last page of a capped search is reached."""
+    which = "newest " if plan.newest_first else ""
+    return (
+        f"more entries match than the {plan.cap:,} {which}ones ranked, so this is not all "
+        "of them: narrow the query (more words, a session, kind, role or time range) "
+        "to see the others"
+    )
 
 
 def _searched(filters: Filters) -> Statement[Any]:
@@ -349,9 +386,13 @@ def materialise(
     workspace: str,
     excerpt_bytes: int,
     index_policy: IndexPolicy,
+    deadline: Deadline | None = None,
 ) -> list[SessionMatch]:
     """The matches of a page: each hit's stored entry with an excerpt around its terms
-    (from the title or summary for a hit on those); hits no longer stored are left out."""
+    (from the title or summary for a hit on those); hits no longer stored are left out.
+
+    Once `deadline` has passed, the remaining excerpts look for their match in the
+    first block of text only (`make_excerpt`'s ``quick``)."""
     if not page:
         return []
     # The whole result stays under MAX_RESULT_BYTES whatever the page size asks.
@@ -362,18 +403,21 @@ def materialise(
         m = messages.get((hit.session_id, hit.seq))
         if m is None:
             continue
+        quick = deadline is not None and deadline.passed
         if hit.matched_in is not None:
             text = (m.summary if hit.matched_in == "summary" else m.title) or ""
-            excerpt = make_excerpt(policy.scrub_secrets(text), hit.matched, budget)
+            excerpt = make_excerpt(policy.scrub_secrets(text), hit.matched, budget, quick=quick)
         else:
-            text = policy.indexable_text(
+            raw = policy.indexable_raw(
                 m.kind,
                 m.content,
                 tool_names=policy.split_tool_names(m.tool_name),
                 arguments=m.arguments,
                 policy=index_policy,
             )
-            excerpt = make_excerpt(text, hit.matched, budget)
+            excerpt = excerpt_around(
+                raw, hit.matched, budget, clean=policy.scrub_secrets, quick=quick
+            )
         matches.append(
             SessionMatch(
                 workspace_id=workspace,

@@ -590,6 +590,8 @@ def render_search(
     ]
     if note:
         lines.append(note)
+    if result.notice:
+        lines.append(f"Note: {result.notice}.")
     for i, m in enumerate(result.matches, 1):
         tool = f" tool={m.tool_name}" if m.tool_name else ""
         title = f' title="{m.title}"' if m.title else ""

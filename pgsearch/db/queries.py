@@ -374,6 +374,9 @@ ORDER BY c.relname
 
 CURSOR_KEY = "SELECT value FROM pgsearch_meta WHERE key = 'cursor_key'"
 
+# What is left of a request's deadline, as the timeout of the statements after it.
+STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
+
 # Exact vocabulary terms, same-stem terms and (for 3-4 letter words) prefix terms of
 # the query words, all in one index-driven statement.
 EXPAND_EXACT = """
@@ -533,9 +536,13 @@ WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s AND s.tsv @@ %(t
 """
 
 
+# The entries of a page, each field read only as far as an excerpt can use it
+# (``chars``: the indexed prefix and some room): substr fetches a prefix of a long
+# value without reading (or decompressing) all of it.
 FETCH_MESSAGES = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
-       m.content, m.arguments, s.title, s.summary, s.parent_session_id
+       substr(m.content, 1, %(chars)s), substr(m.arguments, 1, %(chars)s),
+       substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id
 FROM messages m
 JOIN unnest(%(sids)s::text[], %(seqs)s::int[]) AS k(session_id, seq)
   ON m.workspace_id = %(ws)s AND m.session_id = k.session_id AND m.seq = k.seq
@@ -544,10 +551,10 @@ LEFT JOIN sessions s ON s.workspace_id = m.workspace_id AND s.session_id = m.ses
 
 
 # The entry a title/summary-only hit points at: the session's latest summary entry
-# for a summary match, else its first entry.
+# for a summary match, else its first entry (where it is, not its text).
 SESSION_ANCHOR_ENTRY = """
 SELECT DISTINCT ON (m.session_id) m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn,
-       m.tool_name, m.created_at, m.content, m.arguments
+       m.tool_name, m.created_at, '' AS content, '' AS arguments
 FROM messages m
 WHERE m.workspace_id = %(ws)s AND m.session_id = ANY(%(sids)s::text[])
 ORDER BY m.session_id,
@@ -794,6 +801,33 @@ def direct_fields_sql(
     sql += (
         "AND s.tsv @@ (SELECT string_agg(e.quoted, ' | ')::tsquery FROM e JOIN g ON g.i = e.i "
         "WHERE g.sf < (SELECT t.df FROM t)) LIMIT %(cap)s"
+    )
+    return sql, params
+
+
+def session_spread_sql(
+    filters: Filters, plan: CandidatePlan, *, scan: int
+) -> tuple[LiteralString, dict[str, Any]]:
+    """The newest match of each session among the first `scan` matches of the plan's
+    tsquery (in index order), newest first, at most the plan's cap, with the same
+    columns as `candidates_sql`: when more messages match than the cap, one best hit
+    per session then covers the sessions of many more matches than the cap."""
+    sql = (
+        _CANDIDATE_COLUMNS + "m.workspace_id = %(ws)s AND (m.session_id, m.seq) IN ("
+        "SELECT DISTINCT ON (c.session_id) c.session_id, c.seq FROM ("
+        "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
+        + _filter_sql(filters, "m")
+        + " AND m.tsv @@ %(tsq)s::tsquery LIMIT %(scan)s) c "
+        "ORDER BY c.session_id, c.created_at DESC, c.seq DESC) "
+        "ORDER BY " + NEWEST_FIRST + " LIMIT %(cap)s"
+    )
+    params = _filter_params(filters)
+    params.update(
+        terms=list(plan.terms),
+        phrase=tsquery_phrases(plan.phrases),
+        tsq=candidate_tsquery(plan),
+        cap=plan.cap,
+        scan=scan,
     )
     return sql, params
 

@@ -9,12 +9,15 @@ SQL); nothing outside `db/` sees a positional result row.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pgsearch.cursor import BrowsePosition
 from pgsearch.db import queries as q
-from pgsearch.db.work import Statement
+from pgsearch.db.work import Statement, Step, Work
+from pgsearch.deadline import Deadline
+from pgsearch.errors import StoreError
 from pgsearch.plan import CandidatePlan, FieldHit, FieldPlan, Filters, VocabularyLookup
 from pgsearch.rows import BrowseRow, CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
 
@@ -33,7 +36,11 @@ __all__ = [
     "search_stats",
     "session_anchors",
     "session_fields",
+    "session_spread",
+    "within",
 ]
+
+T = TypeVar("T")
 
 
 def parse_tf(text: str | None) -> dict[str, int]:
@@ -135,6 +142,12 @@ def candidates(filters: Filters, plan: CandidatePlan) -> Statement[CandidateRow]
     return Statement("candidates", sql, params, _candidate)
 
 
+def session_spread(filters: Filters, plan: CandidatePlan, *, scan: int) -> Statement[CandidateRow]:
+    """One candidate per session (its newest match) among the first `scan` matches."""
+    sql, params = q.session_spread_sql(filters, plan, scan=scan)
+    return Statement("candidates per session", sql, params, _candidate)
+
+
 def _field_row(row: Sequence[Any]) -> FieldRow:
     sid, field_len, entries = row
     # "term count weights": weight A marks title positions, B summary ones.
@@ -205,12 +218,20 @@ def session_anchors(workspace: str, hits: Mapping[str, FieldHit]) -> Statement[S
     )
 
 
-def page_messages(workspace: str, keys: Sequence[tuple[str, int]]) -> Statement[StoredMessage]:
-    """The stored entries of a page, with their session's title and summary."""
+def page_messages(
+    workspace: str, keys: Sequence[tuple[str, int]], *, chars: int
+) -> Statement[StoredMessage]:
+    """The stored entries of a page, with their session's title and summary, each
+    text cut to its first `chars` characters."""
     return Statement(
         "page messages",
         q.FETCH_MESSAGES,
-        {"ws": workspace, "sids": [k[0] for k in keys], "seqs": [k[1] for k in keys]},
+        {
+            "ws": workspace,
+            "sids": [k[0] for k in keys],
+            "seqs": [k[1] for k in keys],
+            "chars": chars,
+        },
         _stored_message,
     )
 
@@ -226,6 +247,53 @@ def browse(
         params,
         lambda r: BrowseRow(session_id=r[0], seq=r[1], kind=r[2], role=r[3], created_at=r[4]),
     )
+
+
+def statement_timeout(ms: float) -> Statement[Any]:
+    """The timeout of the statements after this one in the transaction: `ms`."""
+    return Statement("deadline", q.STATEMENT_TIMEOUT, {"ms": str(max(math.ceil(ms), 1))})
+
+
+def within(inner: Work[T], deadline: Deadline, context: str) -> Work[T]:
+    """Run `inner` with every step bounded by what is left of `deadline`.
+
+    Each step is sent with the time left as its statements' timeout (in the same
+    round trip); a step due after the deadline fails at once with the error a
+    timed-out statement gives (`StoreError`, "statement timed out").
+    """
+    try:
+        step = next(inner)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    while True:
+        left = deadline.remaining_ms()
+        statements = step.statements
+        if left != math.inf:
+            if left <= 0:
+                late = StoreError(
+                    f"{context}: statement timed out (the request used all of its "
+                    f"{deadline.budget_ms:,} ms)"
+                )
+                try:
+                    step = inner.throw(late)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                continue
+            statements = (statement_timeout(left), *statements)
+        try:
+            results = yield Step(statements, step.final)
+        except BaseException as exc:
+            try:
+                step = inner.throw(exc)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            continue
+        if left != math.inf:
+            results = results[1:]
+        try:
+            step = inner.send(results)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
 
 
 def expand_untrusted_typos(

@@ -146,3 +146,43 @@ def test_kind_filters_apply_to_title_and_summary_hits(pg: PgSearch) -> None:
     assert hits(kinds=("summary",)) == ([("summed", "summary")], 0)
     assert hits(kinds=("user_text",)) == ([], 2)
     assert hits(kinds=("goal", "tool_error")) == ([], 0)
+
+
+def test_common_words_cover_the_matching_sessions_and_say_when_capped(dsn: str) -> None:
+    settings = Settings.from_env({}, dsn=dsn, candidate_cap=20, stop_candidate_cap=20)
+    with PgSearch.connect(settings=settings) as pg:
+        for s in range(30):  # older sessions with one match each
+            pg.append(
+                workspace="w", session_id=f"old-{s:02d}", messages=[entry("user", "common", s)]
+            )
+        for s in range(3):  # the newest 60 matches are in three sessions
+            pg.append(
+                workspace="w",
+                session_id=f"busy-{s}",
+                messages=[
+                    entry("assistant", "common again", 1000 + s * 100 + i) for i in range(20)
+                ],
+            )
+        provider = pg.provider(workspace="w")
+        best = provider.search(SessionQueryRequest(query="common", limit=50))
+        sessions = {m.session_id for m in best.matches}
+        assert len(sessions) == len(best.matches) >= 20
+        assert {"busy-0", "busy-1", "busy-2"} <= sessions
+        assert best.candidates_capped and best.next_cursor is None
+        assert best.notice is not None and "narrow the query" in best.notice
+        # Every hit, page by page: the pages end at the cap and the last one says so.
+        seen: list[tuple[str, int]] = []
+        cursor = None
+        while True:
+            page = provider.search(
+                SessionQueryRequest(query="common", per_session=False, limit=7, cursor=cursor)
+            )
+            seen.extend(keys(page))
+            if page.next_cursor is None:
+                break
+            assert page.notice is None
+            cursor = page.next_cursor
+        assert len(seen) == 20 == len(set(seen))
+        assert page.candidates_capped and page.notice and "20 newest" in page.notice
+        out = run_tool(provider, "session_search", {"query": "common", "limit": 50})
+        assert "narrow the query" in out.text

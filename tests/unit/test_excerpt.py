@@ -6,7 +6,7 @@ import re
 import unicodedata
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pgsearch.excerpt import (
@@ -328,7 +328,7 @@ def test_a_huge_ascii_text_is_matched_by_one_pattern() -> None:
 LONG = st.lists(st.sampled_from(["ab ", "cdé ", "e\u0301f ", "東京タワー ", "한 ", "x\n\n", "😀 "]))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(LONG, LONG, st.integers(1, 4), st.integers(40, MAX_EXCERPT_BYTES))
 def test_long_texts_keep_every_excerpt_promise(
     before: list[str], after: list[str], repeat: int, max_bytes: int
@@ -342,7 +342,7 @@ def test_long_texts_keep_every_excerpt_promise(
         assert f"{MARK_OPEN}needle{MARK_CLOSE}" in excerpt
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.text(st.sampled_from(list("aB1 _-é\n")), max_size=300),
     st.sampled_from(["ab", "b1", "a" * 64]),
@@ -360,7 +360,7 @@ def test_the_ascii_pattern_marks_what_word_by_word_matching_marks(text: str, ter
 WORDY = st.text(st.sampled_from(list("ab AB1_-.cdé\u0301ßøİ東京タ한\n\u3002😀")), max_size=400)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     WORDY,
     st.lists(st.sampled_from(["ab", "cde", "ss", "o", "i", "東京", "京", "한", "b1"]), max_size=3),
@@ -374,6 +374,25 @@ def test_matching_by_pattern_and_regions_marks_what_word_by_word_marks(
     assert match_spans(text, wanted) == _merge(_word_spans(text, wanted, 0, len(text)))
 
 
+def test_excerpt_around_cleans_only_a_slice_around_the_match() -> None:
+    from pgsearch.excerpt import READ_MARGIN_CHARS, excerpt_around
+
+    cleaned: list[int] = []
+
+    def clean(text: str) -> str:
+        cleaned.append(len(text))
+        return text.replace("hunter2", "[redacted]")
+
+    raw = "lorem ipsum " * 20_000 + "password hunter2 then the needle here " + "dolor " * 20_000
+    excerpt = excerpt_around(raw, ["needle"], 300, clean=clean)
+    assert f"{MARK_OPEN}needle{MARK_CLOSE}" in excerpt
+    assert "hunter2" not in excerpt and "[redacted]" in excerpt
+    assert excerpt.startswith(ELLIPSIS) and excerpt.endswith(ELLIPSIS)
+    assert cleaned and max(cleaned) <= 2 * READ_MARGIN_CHARS + 600
+    short = excerpt_around("a short needle text", ["needle"], 300, clean=clean)
+    assert short == f"a short {MARK_OPEN}needle{MARK_CLOSE} text"
+
+
 def test_excerpt_of_a_long_identifier_shows_the_identifier() -> None:
     text = (
         "The cache was warm when we started. "
@@ -384,3 +403,10 @@ def test_excerpt_of_a_long_identifier_shows_the_identifier() -> None:
     excerpt = make_excerpt(text, terms, 120)
     assert "**invalidation**" in excerpt and "**mismatch**" in excerpt
     assert "warm" not in excerpt
+
+
+def test_a_word_running_from_one_non_ascii_run_into_the_next_is_one_word() -> None:
+    # 'ß1ø' is one word ('ss1o'); the run 'ø😀' starts inside it.
+    assert match_spans("ß1ø😀", ["o"]) == []
+    assert match_spans("ß1ø😀 ø", ["o"]) == [(5, 6)]
+    assert match_spans("ß1ø😀", ["ss1o"]) == [(0, 3)]
