@@ -91,6 +91,12 @@ class Options:
     out: Path = RESULTS
     corpus: Path | None = None
     quiet: bool = False
+    #: Only the searches, against `dsn` as an earlier run left it (``--keep-db``).
+    search_only: bool = False
+    #: Appended to the results file's name (``speed-<size>-<tag>.json``).
+    tag: str = ""
+    #: Search only the first this many queries of each class (0: all).
+    search_sample: int = 0
 
     def config(self) -> Config:
         return Config(
@@ -263,6 +269,17 @@ def load_queries(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+def sample_queries(queries: list[dict[str, Any]], per_class: int) -> list[dict[str, Any]]:
+    """The first `per_class` queries of each class, in their order."""
+    taken: dict[str, int] = {}
+    out = []
+    for q in queries:
+        if taken.get(q["class"], 0) < per_class:
+            taken[q["class"]] = taken.get(q["class"], 0) + 1
+            out.append(q)
+    return out
+
+
 def _time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
@@ -342,6 +359,11 @@ def run_ours(
     return out
 
 
+def _candidate_statement(statement: Statement[Any]) -> bool:
+    text = statement.text
+    return "m.tsv @@" in text and "token_count" in text and not text.startswith("EXPLAIN")
+
+
 def count_candidates(pg: PgSearch, queries: list[dict[str, Any]]) -> dict[str, Any]:
     """Candidate rows fetched and network round trips per search, per class (untimed:
     the driver's statement pipeline is instrumented, its unit records captured)."""
@@ -352,7 +374,7 @@ def count_candidates(pg: PgSearch, queries: list[dict[str, Any]]) -> dict[str, A
     def pipeline(conn: Any, statements: list[Statement[Any]], rec: Any) -> list[list[Any]]:
         rows = original(conn, statements, rec)
         counter[0] += sum(
-            len(r) for s, r in zip(statements, rows, strict=True) if s.name == "candidates"
+            len(r) for s, r in zip(statements, rows, strict=True) if _candidate_statement(s)
         )
         return rows
 
@@ -509,8 +531,12 @@ def run(opts: Options) -> dict[str, Any]:
     manifest = ensure_corpus(cfg, corpus_dir, quiet=opts.quiet)
     say(opts, f"corpus ready in {time.perf_counter() - t0:.1f} s: {corpus_dir}")
     queries = load_queries(corpus_dir / "queries.jsonl")
+    if opts.search_sample:
+        queries = sample_queries(queries, opts.search_sample)
 
     dbname = f"pgsearch_bench_{label.lower()}"
+    if opts.search_only and opts.dsn is None:
+        raise SystemExit("--search-only needs --dsn: a database an earlier run kept (--keep-db)")
     dsn = opts.dsn or create_database(opts.server, dbname)
     if opts.dsn is None:
         PgSearch.migrate(dsn)
@@ -524,17 +550,50 @@ def run(opts: Options) -> dict[str, Any]:
         "corpus": {k: manifest[k] for k in ("config", "stats", "queries")},
     }
     try:
-        results.update(_measure(opts, dsn, corpus_dir, queries))
+        if opts.search_only:
+            results.update(_measure_search(opts, dsn, queries))
+        else:
+            results.update(_measure(opts, dsn, corpus_dir, queries))
     finally:
         if opts.dsn is None and not opts.keep_db:
             drop_database(opts.server, dbname)
     results["total_seconds"] = round(time.perf_counter() - started, 1)
     opts.out.mkdir(parents=True, exist_ok=True)
-    path = opts.out / f"speed-{label}.json"
+    path = opts.out / f"speed-{label}{'-' + opts.tag if opts.tag else ''}.json"
     path.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
     say(opts, render(results))
     say(opts, f"results: {path} ({results['total_seconds']} s in all)")
     return results
+
+
+def _measure_search(opts: Options, dsn: str, queries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The searches: a warm-up pass, the timed passes, candidates and round trips."""
+    out: dict[str, Any] = {}
+    say(opts, "searching (warm-up, default, all hits)...")
+    with PgSearch.connect(dsn) as pg:
+        run_ours(pg, queries, per_session=True)
+    before = seq_scans(dsn)
+    with PgSearch.connect(dsn) as pg:
+        default = run_ours(pg, queries, per_session=True)
+        all_hits = run_ours(pg, [q for q in queries if q["class"] != "browse"], per_session=False)
+    time.sleep(1.5)  # let the search backend's statistics reach pg_stat
+    after = seq_scans(dsn)
+    out["plan_check"] = {
+        "before": before,
+        "after": after,
+        "messages_seq_scans_during_search": after.get("messages.seq_scan", 0)
+        - before.get("messages.seq_scan", 0),
+    }
+    out["search"] = {c: r.report(recall=c in RECALL_CLASSES) for c, r in default.items()}
+    out["search_overall"] = summary([ms for r in default.values() for ms in r.ms])
+    out["search_all_hits"] = {c: r.report(recall=c in RECALL_CLASSES) for c, r in all_hits.items()}
+    with PgSearch.connect(dsn) as pg:
+        out["candidates"] = count_candidates(pg, queries)
+        out["candidate_cap"] = pg.settings.candidate_cap
+        out["sizes"] = {
+            s.table: {"table": s.table_bytes, "indexes": s.index_bytes} for s in pg.table_sizes()
+        }
+    return out
 
 
 def _measure(
@@ -560,29 +619,7 @@ def _measure(
         )
         out["append"] = bench_appends(pg, opts, biggest)
         say(opts, f"append: {out['append']}")
-        say(opts, "searching (warm-up, default, all hits)...")
-        run_ours(pg, queries, per_session=True)
-    before = seq_scans(dsn)
-    with PgSearch.connect(dsn) as pg:
-        default = run_ours(pg, queries, per_session=True)
-        all_hits = run_ours(pg, [q for q in queries if q["class"] != "browse"], per_session=False)
-    time.sleep(1.5)  # let the search backend's statistics reach pg_stat
-    after = seq_scans(dsn)
-    out["plan_check"] = {
-        "before": before,
-        "after": after,
-        "messages_seq_scans_during_search": after.get("messages.seq_scan", 0)
-        - before.get("messages.seq_scan", 0),
-    }
-    out["search"] = {c: r.report(recall=c in RECALL_CLASSES) for c, r in default.items()}
-    out["search_overall"] = summary([ms for r in default.values() for ms in r.ms])
-    out["search_all_hits"] = {c: r.report(recall=c in RECALL_CLASSES) for c, r in all_hits.items()}
-    with PgSearch.connect(dsn) as pg:
-        out["candidates"] = count_candidates(pg, queries)
-        out["candidate_cap"] = pg.settings.candidate_cap
-        out["sizes"] = {
-            s.table: {"table": s.table_bytes, "indexes": s.index_bytes} for s in pg.table_sizes()
-        }
+    out.update(_measure_search(opts, dsn, queries))
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
         out["sizes"]["database_before_alternatives"] = int(row[0]) if row else 0
@@ -793,6 +830,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trgm-per-class", type=int, default=20)
     parser.add_argument("--trgm-timeout-ms", type=int, default=5000)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--search-only",
+        action="store_true",
+        help="only the searches, against --dsn as a --keep-db run left it",
+    )
+    parser.add_argument("--tag", default="", help="suffix of the results file name")
+    parser.add_argument(
+        "--search-sample", type=int, default=0, help="search the first N queries of each class"
+    )
     args = parser.parse_args(argv)
     opts = Options(
         messages=args.messages,
@@ -808,6 +854,9 @@ def main(argv: list[str] | None = None) -> int:
         trgm_per_class=args.trgm_per_class,
         trgm_timeout_ms=args.trgm_timeout_ms,
         out=args.out,
+        search_only=args.search_only,
+        tag=args.tag,
+        search_sample=args.search_sample,
     )
     run(opts)
     return 0

@@ -463,6 +463,68 @@ def plan_candidates(
     )
 
 
+# --- 3b. the direct plan, read before it is known ------------------------------------
+# Most queries need no prefix or typo expansion, and then their plan's reads follow
+# from the vocabulary alone. The store reads them in the same round trip as the
+# vocabulary (`pgsearch.db.reads.direct_candidates`, `direct_fields`), assuming
+# each word's group holds its terms as written and of the same stem; the server
+# then decides as `plan_candidates` and `plan_fields` do. The functions below say,
+# once the plan is made, whether those rows are the very rows its own statements
+# would return.
+
+
+def unit_indexes(query: ParsedQuery) -> tuple[tuple[int, ...], ...]:
+    """Each unit's words as indexes into `ParsedQuery.texts`."""
+    index = {t: i for i, t in enumerate(query.texts)}
+    return tuple(tuple(index[t] for t in texts) for texts in query.unit_texts)
+
+
+def is_direct(groups: Mapping[str, Group]) -> bool:
+    """Whether every expansion is a word as written or a same-stem term."""
+    return all(e.how in ("exact", "stem") for g in groups.values() for e in g)
+
+
+def _unit_key(unit: Unit) -> frozenset[int]:
+    return frozenset(g[0].group for g in unit)
+
+
+def direct_candidates_hold(
+    query: ParsedQuery,
+    groups: Mapping[str, Group],
+    plan: CandidatePlan,
+    stats: SearchStats,
+    settings: Settings,
+    rows_read: int,
+) -> bool:
+    """Whether the direct candidate rows (`rows_read` of them) are exactly those the
+    plan's candidate statement returns.
+
+    The direct read (`pgsearch.db.queries._DIRECT_UNITS`) makes this function's choice
+    of strategy on the server from the same vocabulary rows: every word newest first
+    under the same cap, which is the plan's read whenever no unit drives; or any
+    selective unit, which is the plan's read when those are its drivers and all of
+    their matches fit the cap (the direct read returns nothing otherwise)."""
+    if not is_direct(groups) or rows_read > plan.cap:
+        return False
+    if plan.strategy in ("all_words", "all_words_newest"):
+        return True
+    if plan.strategy != "any_unit":
+        return False
+    threshold = stop_df(stats.n_indexed, settings)
+    selective = [u for u in query.units(groups) if unit_df(u) < threshold]
+    if sum(unit_df(u) for u in selective) > settings.candidate_cap:
+        return False  # not read
+    return {_unit_key(u) for u in plan.drivers} == {_unit_key(u) for u in selective}
+
+
+def direct_fields_hold(
+    groups: Mapping[str, Group], field_plan: FieldPlan | None, rows_read: int
+) -> bool:
+    """Whether the direct title/summary rows are the field plan's: the same terms and
+    no more than its cap (the direct read stops one row beyond it)."""
+    return field_plan is not None and is_direct(groups) and rows_read <= field_plan.cap
+
+
 # --- 4. session titles and summaries -------------------------------------------------
 
 
@@ -615,8 +677,6 @@ class Evidence:
     speaker: float = 0.0
     #: Typo expansions of a word absent from the vocabulary keep their own IDF.
     per_expansion_idf: bool = False
-    #: Session evidence scaled by the share of the query the session covers.
-    session_coverage: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Evidence:
@@ -625,7 +685,6 @@ class Evidence:
             session=settings.session_weight,
             speaker=settings.speaker_weight,
             per_expansion_idf=settings.per_expansion_idf,
-            session_coverage=settings.session_coverage,
         )
 
 
@@ -668,9 +727,7 @@ def score_candidates(
     if evidence.context:
         scored = ranking.add_context(scored, evidence.context)
     if evidence.session:
-        scored = ranking.add_session(
-            scored, evidence.session, scorer if evidence.session_coverage else None
-        )
+        scored = ranking.add_session(scored, evidence.session)
     for sid, hit in hits.items():
         anchor = anchors.get(sid)
         if sid in seen or anchor is None or hit.matched_in is None:

@@ -33,12 +33,15 @@ from pgsearch.db import reads
 from pgsearch.db.work import Statement, Step, Unit, Work, explained, fetch, fetch2
 from pgsearch.excerpt import clip, make_excerpt
 from pgsearch.plan import (
+    STOP_MIN_DF,
     Evidence,
     FieldHit,
     Filters,
     ParsedQuery,
     SearchTrace,
     choose_expansions,
+    direct_candidates_hold,
+    direct_fields_hold,
     field_hits,
     fuzzy_targets,
     orphan_hits,
@@ -47,10 +50,11 @@ from pgsearch.plan import (
     plan_fields,
     rare_terms,
     score_candidates,
+    unit_indexes,
     vocabulary_lookup,
 )
 from pgsearch.ranking import Ranked, page_after, rank
-from pgsearch.rows import CandidateRow, SearchStats, StoredMessage, VocabRow
+from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
 from pgsearch.settings import IndexPolicy, Settings
 from pgsearch.types import (
     DEFAULT_EXCERPT_BYTES,
@@ -93,8 +97,11 @@ class SearchEngine:
     of its facade; the only state it keeps is the database's cursor key, read once.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, direct: bool = True) -> None:
         self.settings = settings
+        #: Read the direct plan with the vocabulary (`pgsearch.plan.direct_candidates_hold`);
+        #: off, every search reads its plan's statements after the vocabulary.
+        self.direct = direct
         self._cursor_key: bytes | None = None
 
     def unit(
@@ -166,18 +173,51 @@ class SearchEngine:
         lookup = vocabulary_lookup(
             query, fuzzy_limit=settings.fuzzy_fetch, realword_df=settings.realword_df
         )
-        # Statistics, the scope's size and the words' vocabulary rows: one trip.
+        # One trip: statistics, the scope's size, the words' vocabulary rows, typo
+        # neighbours of the words not found often enough as written, and the reads of
+        # the direct plan (`pgsearch.plan.direct_candidates_hold`).
         first: list[Statement[Any]] = [reads.search_stats(filters)]
         if not filters.only_kinds:
             first.append(reads.count_in_scope(filters))
         first.append(reads.expand_exact(ws, lookup))
-        got = yield Step(tuple(first))
-        stats: SearchStats = got[0][0]
-        searched: int = stats.in_scope if filters.only_kinds else got[1][0]
-        found: list[VocabRow] = list(got[-1])
-        targets = fuzzy_targets(lookup, found)
-        if targets:
-            found += yield from fetch(reads.expand_fuzzy(ws, lookup, targets))
+        shaped = [i for i, allowed in enumerate(lookup.fuzzy) if allowed]
+        if shaped:
+            first.append(reads.expand_untrusted_typos(ws, lookup, shaped))
+        direct = self.direct
+        direct_titles = direct and not filters.narrows_entries
+        if direct:
+            first.append(
+                reads.direct_candidates(
+                    filters,
+                    lookup,
+                    unit_indexes(query),
+                    query.phrases,
+                    cap=settings.candidate_cap,
+                    stop_cap=settings.stop_candidate_cap,
+                    stop_ratio=settings.stop_df_ratio,
+                    stop_min_df=STOP_MIN_DF,
+                )
+            )
+            if direct_titles:
+                first.append(
+                    reads.direct_fields(
+                        ws,
+                        filters.session_id,
+                        lookup,
+                        stop_ratio=settings.stop_df_ratio,
+                        stop_min_df=STOP_MIN_DF,
+                        cap=settings.candidate_cap,
+                    )
+                )
+        got = list((yield Step(tuple(first))))
+        stats: SearchStats = got.pop(0)[0]
+        searched: int = stats.in_scope if filters.only_kinds else got.pop(0)[0]
+        found: list[VocabRow] = got.pop(0)
+        if shaped:
+            targets = set(fuzzy_targets(lookup, found))
+            found += [row for row in got.pop(0) if row.word_index in targets]
+        direct_rows: list[CandidateRow] = got.pop(0) if direct else []
+        direct_field_rows: list[FieldRow] = got.pop(0) if direct_titles else []
         groups = choose_expansions(
             query,
             found,
@@ -191,15 +231,33 @@ class SearchEngine:
             )
         plan = plan_candidates(query, groups, stats, settings)
         field_plan = plan_fields(filters, groups, stats, settings)
-        # The candidates and the sessions matching by title or summary: one trip.
-        reading: list[Statement[Any]] = [reads.candidates(filters, plan)]
-        if field_plan is not None:
+        # The plan's own reads, unless the direct ones are theirs: one trip.
+        candidates: list[CandidateRow] | None = None
+        if direct and direct_candidates_hold(
+            query, groups, plan, stats, settings, len(direct_rows)
+        ):
+            candidates = direct_rows
+        field_rows: list[FieldRow] | None = None
+        if field_plan is None:
+            field_rows = []
+        elif direct and direct_fields_hold(groups, field_plan, len(direct_field_rows)):
+            field_rows = direct_field_rows
+        reading: list[Statement[Any]] = []
+        if candidates is None:
+            reading.append(reads.candidates(filters, plan))
+        if field_rows is None:
+            assert field_plan is not None
             reading.append(reads.session_fields(ws, field_plan))
-        got = yield Step(tuple(reading))
-        candidates: list[CandidateRow] = got[0]
+        if reading:
+            got = list((yield Step(tuple(reading))))
+            if candidates is None:
+                candidates = got.pop(0)
+            if field_rows is None:
+                field_rows = got.pop(0)
+        assert candidates is not None and field_rows is not None
         fields: dict[str, FieldHit] = {}
         if field_plan is not None:
-            fields = field_hits(got[1], plan.groups, stats, alone=field_plan.alone)
+            fields = field_hits(field_rows, plan.groups, stats, alone=field_plan.alone)
         orphans = orphan_hits(candidates, fields)
         anchors: dict[str, StoredMessage] = {}
         if orphans:

@@ -79,8 +79,10 @@ class Settings:
     #: Damerau did; ``levenshtein`` counts it as two.
     typo_distance: str = "osa"
     #: A word found as written fewer than this many times is still checked for a far
-    #: more common spelling one edit away (people misspell in logs too); 0 disables.
-    realword_df: int = 20
+    #: more common spelling one edit away (people misspell in logs too); 0 (the
+    #: default) disables it: it costs a trigram read and gained nothing measurable
+    #: on the bench sets (``python -m bench.ablate``).
+    realword_df: int = 0
     #: ... which it must outnumber this many times over to be taken as meant.
     realword_ratio: float = 10.0
     #: Each typo expansion of a word absent from the vocabulary scored with its own
@@ -92,9 +94,6 @@ class Settings:
     #: Share of the session's evidence (its best hits' scores summed) added to each
     #: of its hits' scores; 0 disables.
     session_weight: float = 0.3
-    #: The session's evidence scaled by the share of the query its hits cover
-    #: together (words answered in different turns of one session add up).
-    session_coverage: bool = False
     #: Match weight of a query word naming a message's speaker (the ``name`` of a
     #: user or assistant message); 0 disables.
     speaker_weight: float = 1.0

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from pgsearch.excerpt import utf8_len
 from pgsearch.types import SessionQueryResult
+
+if TYPE_CHECKING:
+    from pgsearch import PgSearch
 
 
 def write_jsonl(path: Path, messages: list[dict[str, Any]] | list[str]) -> Path:
@@ -110,3 +114,54 @@ def message_keys(dsn: str, workspace: str) -> list[tuple[str, int]]:
 def text_size(result: SessionQueryResult) -> int:
     """UTF-8 bytes of text a result carries (excerpts and titles)."""
     return sum(utf8_len(m.excerpt) + utf8_len(m.title or "") for m in result.matches)
+
+
+def search_corpus(pg: PgSearch, workspace: str) -> None:
+    """Sessions where every candidate strategy, titles, roles and tools have work."""
+    common = ["the", "and", "error", "file", "test"]
+    rare = ["zephyr", "quokka", "marzipan", "obsidian", "tangerine", "kestrel"]
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
+    for s in range(12):
+        pg.append(
+            workspace=workspace,
+            session_id=f"s{s}",
+            messages=[
+                {
+                    "role": ("user", "assistant", "tool")[i % 3],
+                    "content": " ".join(
+                        [common[(s + i) % 5], common[(s * i) % 5], rare[(s + 2 * i) % 6]]
+                        + (["deploy pipeline refactor"] if i % 4 == s % 4 else [])
+                        + (["café naïve"] if i in (4, 5) else [])
+                    ),
+                    "tool_name": "bash" if i % 3 == 2 else None,
+                    "created_at": (t0 + timedelta(minutes=s * 50 + i)).isoformat(),
+                    "title": f"session about {rare[s % 6]} and deploys" if i == 0 else None,
+                }
+                for i in range(24)
+            ],
+        )
+
+
+#: Queries of every shape: browse, rare, typo, accent, prefix, multi-word, phrase,
+#: common words, mixed, nothing searchable, unknown.
+SEARCH_QUERIES = [
+    "",
+    "zephyr",
+    "zephir",  # one edit away
+    "cafe",
+    "quo",  # a prefix
+    "deploy pipeline",
+    '"pipeline refactor"',
+    "the error",
+    "zephyr quokka marzipan the",
+    "kestrel deploys",
+    "!!!",
+    "nosuchwordanywhere",
+]
+SEARCH_FILTERS: list[dict[str, object]] = [
+    {},
+    {"roles": ["user"]},
+    {"tool_name": "bash"},
+    {"session_id": "s3"},
+    {"since": datetime(2026, 3, 1, 3, tzinfo=UTC), "until": datetime(2026, 3, 1, 8, tzinfo=UTC)},
+]

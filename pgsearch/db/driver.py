@@ -255,7 +255,20 @@ def retriable(exc: BaseException) -> bool:
         return False
     if isinstance(exc, StoreUnavailable):
         return True
-    return isinstance(exc, StoreError) and isinstance(exc.__cause__, _TRANSIENT)
+    if not isinstance(exc, StoreError):
+        return False
+    return isinstance(exc.__cause__, _TRANSIENT) or _shard_moved(exc.__cause__)
+
+
+def _shard_moved(cause: BaseException | None) -> bool:
+    """Citus planned a statement for a shard that a tenant split or move replaced
+    while the transaction ran: the transaction was rolled back, and run again it
+    is planned for the shard that holds the workspace now."""
+    return (
+        isinstance(cause, psycopg.Error)
+        and cause.sqlstate == "XX000"
+        and str(cause).startswith("could not find valid entry for shard")
+    )
 
 
 #: SQLSTATEs a standby cancels a read with when it conflicts with recovery (on a

@@ -276,12 +276,14 @@ RETURNING session_id
 )
 
 # A session the user forgot stays forgotten: ingest skips its entries (by its id, or
-# by the file it came from) until they are asked for back.
+# by the file it came from) until they are asked for back. The time comes from the
+# inserted row's default (Citus evaluates it on the coordinator; it accepts no
+# volatile function in DO UPDATE SET).
 FORGET_TOMBSTONE = """
 INSERT INTO forgotten_sessions (workspace_id, session_id, source)
 VALUES (%(ws)s, %(session_id)s, %(source)s)
 ON CONFLICT (workspace_id, session_id) DO UPDATE
-SET source = EXCLUDED.source, forgotten_at = now()
+SET source = EXCLUDED.source, forgotten_at = EXCLUDED.forgotten_at
 """
 
 FORGOTTEN_AMONG = """
@@ -408,15 +410,106 @@ CROSS JOIN LATERAL (
 ) f
 """
 
+# `EXPAND_FUZZY` for the words whose shape allows typos, keeping those found fewer
+# than `below` times as written (`plan.fuzzy_targets`): it needs no result of
+# `EXPAND_EXACT`, so both travel in one round trip.
+EXPAND_FUZZY_UNTRUSTED = """
+SELECT q.i, f.term, f.df, f.sf
+FROM (
+    SELECT q.word, q.i FROM unnest(%(words)s::text[]) WITH ORDINALITY AS q(word, i)
+    WHERE NOT EXISTS (
+        SELECT 1 FROM vocabulary e
+        WHERE e.workspace_id = %(ws)s AND e.term = q.word AND e.df + e.sf >= %(below)s
+    )
+) q
+CROSS JOIN LATERAL (
+    SELECT v.term, v.df, v.sf FROM vocabulary v
+    WHERE v.workspace_id = %(ws)s AND v.term %% q.word AND v.term <> q.word
+      AND length(v.term) >= 4 AND v.term !~ '[0-9]'  -- the trigram index's predicate
+    ORDER BY similarity(v.term, q.word) DESC, v.df DESC
+    LIMIT %(fuzzy_limit)s
+) f
+"""
+
+# The direct plan: each query word's terms as written and of the same stem (`e`),
+# what a plan reads when no word gets prefix or typo expansions. `g` holds each
+# word's group as tsquery text (quoted as `_quote` does) with its summed df and
+# largest sf. The candidate and title statements built on it read in the same round
+# trip as the vocabulary; the engine keeps their rows only when its plan turns out
+# to be the direct one (`pgsearch.plan.direct_candidates_hold`).
+_DIRECT_TERMS: LiteralString = r"""
+WITH q AS (
+    SELECT * FROM unnest(%(words)s::text[], %(stems)s::text[]) WITH ORDINALITY AS q(word, stem, i)
+), e AS (
+    SELECT q.i, v.term, v.df, v.sf,
+           '''' || replace(replace(v.term, '''', ''''''), E'\\', E'\\\\') || '''' AS quoted
+    FROM q JOIN vocabulary v ON v.workspace_id = %(ws)s AND v.term = q.word
+    UNION ALL
+    SELECT q.i, v.term, v.df, v.sf,
+           '''' || replace(replace(v.term, '''', ''''''), E'\\', E'\\\\') || '''' AS quoted
+    FROM q JOIN vocabulary v ON v.workspace_id = %(ws)s AND v.stem = q.stem AND v.term <> q.word
+), g AS (
+    SELECT e.i, sum(e.df) AS df, max(e.sf) AS sf,
+           '(' || string_agg(e.quoted, ' | ') || ')' AS tsq
+    FROM e GROUP BY e.i
+)"""
+
+# The candidate read of the direct plan, as `plan.plan_candidates` decides it from
+# the units (`u`: complete when each of its words has a term), the df from which a
+# word is stop-like (`t`, `plan.stop_df`) and the selective complete units (`s`):
+# with fewer than two complete units or no selective one, the messages holding every
+# word, newest first, at most the cap (the stop-like cap when nothing is
+# selective); else the messages holding any selective unit, all of them, when their
+# document frequencies sum to at most the cap (none otherwise: the plan reads its
+# own). The plan's rows either way: every match when there are at most cap of them,
+# else the newest.
+_DIRECT_UNITS: LiteralString = """, u AS (
+    SELECT u.unit, min(g.df) AS df, string_agg(g.tsq, ' & ') AS tsq,
+           count(g.i) = count(*) AS complete
+    FROM unnest(%(unit_of)s::int[], %(word_of)s::int[]) AS u(unit, i)
+    LEFT JOIN g ON g.i = u.i
+    GROUP BY u.unit
+), t AS (
+    SELECT greatest(%(stop_ratio)s::float8 * coalesce(sum(n_indexed), 0)::float8,
+                    %(stop_min_df)s) AS df
+    FROM workspace_stats WHERE workspace_id = %(ws)s AND kind <> %(fields)s
+), s AS (
+    SELECT count(*) FILTER (WHERE u.complete) AS units,
+           count(*) FILTER (WHERE u.complete AND u.df < t.df) AS selective,
+           coalesce(sum(u.df) FILTER (WHERE u.complete AND u.df < t.df), 0) AS selective_df,
+           string_agg('(' || u.tsq || ')', ' | ')
+               FILTER (WHERE u.complete AND u.df < t.df) AS any_unit
+    FROM u CROSS JOIN t
+), p AS (
+    SELECT CASE WHEN s.units < 2 OR s.selective = 0
+                THEN (SELECT string_agg(g.tsq, ' & ') FROM g)
+                ELSE s.any_unit END::tsquery AS tsq,
+           CASE WHEN s.units < 2 OR s.selective = 0
+                THEN CASE WHEN s.selective > 0 THEN %(cap)s
+                          ELSE least(%(cap)s, %(stop_cap)s) END
+                WHEN s.selective_df <= %(cap)s THEN %(cap)s
+                ELSE 0 END AS rows
+    FROM s
+)
+"""
+
+# The session-field statistics row and the df from which a word is common among
+# titles and summaries (`plan.stop_df`).
+_DIRECT_FIELD_STOP: LiteralString = """, t AS (
+    SELECT greatest(%(stop_ratio)s::float8 * coalesce(sum(n_indexed), 0), %(stop_min_df)s) AS df
+    FROM workspace_stats WHERE workspace_id = %(ws)s AND kind = %(fields)s
+)
+"""
+
 #: The `workspace_stats` row that counts session titles/summaries, not messages.
 FIELDS_STAT = "~session_fields"
 
 SEARCH_STATS = """
-SELECT coalesce(sum(n_indexed) FILTER (WHERE kind <> '~session_fields'), 0),
-       coalesce(sum(total_len) FILTER (WHERE kind <> '~session_fields'), 0),
+SELECT coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0),
+       coalesce(sum(total_len) FILTER (WHERE kind <> %(fields)s), 0),
        coalesce(sum(n_messages) FILTER (WHERE kind = ANY(%(kinds)s::text[])), 0),
-       coalesce(sum(n_indexed) FILTER (WHERE kind = '~session_fields'), 0),
-       coalesce(sum(total_len) FILTER (WHERE kind = '~session_fields'), 0)
+       coalesce(sum(n_indexed) FILTER (WHERE kind = %(fields)s), 0),
+       coalesce(sum(total_len) FILTER (WHERE kind = %(fields)s), 0)
 FROM workspace_stats WHERE workspace_id = %(ws)s
 """
 
@@ -567,15 +660,27 @@ def filter_clauses(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     return _filter_sql(filters, "m"), _filter_params(filters)
 
 
-_CANDIDATE_COLUMNS: LiteralString = (
+_CANDIDATE_HEAD: LiteralString = (
     "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
-    # The query terms' entries of the tsvector (positions give tf): marking them
-    # with weight A and filtering on it is a binary search per term in C, far
-    # cheaper than unnesting long documents.
-    "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
+)
+_CANDIDATE_TAIL: LiteralString = (
     "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
     "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
     "FROM messages m WHERE "
+)
+_CANDIDATE_COLUMNS: LiteralString = (
+    _CANDIDATE_HEAD
+    # The query terms' entries of the tsvector (positions give tf): marking them
+    # with weight A and filtering on it is a binary search per term in C, far
+    # cheaper than unnesting long documents.
+    + "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
+    + _CANDIDATE_TAIL
+)
+#: The same columns for the direct plan, whose terms are the ones it read (`e`).
+_DIRECT_CANDIDATE_COLUMNS: LiteralString = (
+    _CANDIDATE_HEAD
+    + "ts_filter(setweight(m.tsv, 'A', (SELECT array_agg(DISTINCT e.term) FROM e)), '{a}')"
+    "::text AS tfs, " + _CANDIDATE_TAIL
 )
 
 #: Newest first: by time, and on equal times (entries without a time of their own
@@ -613,6 +718,84 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
     elif plan.newest_first:
         sql += " ORDER BY " + NEWEST_FIRST
     return sql + " LIMIT %(cap)s", params
+
+
+def direct_candidates_sql(
+    filters: Filters,
+    *,
+    words: Sequence[str],
+    stems: Sequence[str],
+    units: Sequence[Sequence[int]],
+    phrases: Sequence[Sequence[str]],
+    cap: int,
+    stop_cap: int,
+    stop_ratio: float,
+    stop_min_df: int,
+) -> tuple[LiteralString, dict[str, Any]]:
+    """`candidates_sql` for the direct plan (`_DIRECT_TERMS`, `_DIRECT_UNITS`), with
+    the query's units as 0-based word indexes."""
+    sql = (
+        _DIRECT_TERMS
+        + _DIRECT_UNITS
+        + _DIRECT_CANDIDATE_COLUMNS
+        + _filter_sql(filters, "m")
+        + " AND m.tsv @@ (SELECT p.tsq FROM p) ORDER BY "
+        + NEWEST_FIRST
+        + " LIMIT (SELECT p.rows FROM p)"
+    )
+    params = _filter_params(filters)
+    params.update(
+        words=list(words),
+        stems=list(stems),
+        unit_of=[n for n, unit in enumerate(units) for _ in unit],
+        word_of=[i + 1 for unit in units for i in unit],
+        phrase=tsquery_phrases(phrases),
+        cap=cap,
+        stop_cap=stop_cap,
+        stop_ratio=stop_ratio,
+        stop_min_df=stop_min_df,
+        fields=FIELDS_STAT,
+    )
+    return sql, params
+
+
+def direct_fields_sql(
+    workspace: str,
+    session_id: str | None,
+    *,
+    words: Sequence[str],
+    stems: Sequence[str],
+    stop_ratio: float,
+    stop_min_df: int,
+    cap: int,
+) -> tuple[LiteralString, dict[str, Any]]:
+    """`SESSION_FIELD_MATCHES` for the direct plan: sessions whose title or summary
+    holds a word not common among them (`plan.plan_fields`), at most ``cap + 1`` (more
+    than `cap`: the engine reads the titles again with the statement of its plan)."""
+    sql: LiteralString = (
+        _DIRECT_TERMS + _DIRECT_FIELD_STOP + "SELECT s.session_id, s.field_len, "
+        "(SELECT array_agg(x.lexeme || ' ' || array_length(x.positions, 1) || ' ' "
+        "|| array_to_string(x.weights, '')) FROM unnest(s.tsv) AS x "
+        "WHERE x.lexeme = ANY(ARRAY(SELECT e.term FROM e))) AS tfs "
+        "FROM sessions s WHERE s.workspace_id = %(ws)s "
+    )
+    params: dict[str, Any] = {
+        "ws": workspace,
+        "words": list(words),
+        "stems": list(stems),
+        "stop_ratio": stop_ratio,
+        "stop_min_df": stop_min_df,
+        "fields": FIELDS_STAT,
+        "cap": cap + 1,
+    }
+    if session_id is not None:
+        sql += "AND s.session_id = %(session_id)s "
+        params["session_id"] = session_id
+    sql += (
+        "AND s.tsv @@ (SELECT string_agg(e.quoted, ' | ')::tsquery FROM e JOIN g ON g.i = e.i "
+        "WHERE g.sf < (SELECT t.df FROM t)) LIMIT %(cap)s"
+    )
+    return sql, params
 
 
 def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:

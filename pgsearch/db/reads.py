@@ -23,8 +23,11 @@ __all__ = [
     "candidates",
     "count_in_scope",
     "cursor_key",
+    "direct_candidates",
+    "direct_fields",
     "expand_exact",
     "expand_fuzzy",
+    "expand_untrusted_typos",
     "page_messages",
     "parse_tf",
     "search_stats",
@@ -59,7 +62,7 @@ def search_stats(filters: Filters) -> Statement[SearchStats]:
     return Statement(
         "search statistics",
         q.SEARCH_STATS,
-        {"ws": filters.workspace, "kinds": list(filters.kinds)},
+        {"ws": filters.workspace, "kinds": list(filters.kinds), "fields": q.FIELDS_STAT},
         _search_stats,
     )
 
@@ -223,3 +226,76 @@ def browse(
         params,
         lambda r: BrowseRow(session_id=r[0], seq=r[1], kind=r[2], role=r[3], created_at=r[4]),
     )
+
+
+def expand_untrusted_typos(
+    workspace: str, lookup: VocabularyLookup, shaped: Sequence[int]
+) -> Statement[VocabRow]:
+    """`expand_fuzzy` for the words `shaped` indexes, each only when it is found as
+    written fewer times than `plan.fuzzy_targets` reads neighbours for: independent
+    of `expand_exact`, so it travels with it."""
+    return Statement(
+        "expand typos",
+        q.EXPAND_FUZZY_UNTRUSTED,
+        {
+            "ws": workspace,
+            "words": [lookup.words[i] for i in shaped],
+            # As `plan.fuzzy_targets`: found fewer times than this as written.
+            "below": max(lookup.trusted_df, lookup.realword_df),
+            "fuzzy_limit": lookup.fuzzy_limit,
+        },
+        lambda r: VocabRow(
+            word_index=shaped[int(r[0]) - 1], term=r[1], df=int(r[2]), sf=int(r[3]), how="fuzzy"
+        ),
+    )
+
+
+def direct_candidates(
+    filters: Filters,
+    lookup: VocabularyLookup,
+    units: Sequence[Sequence[int]],
+    phrases: Sequence[Sequence[str]],
+    *,
+    cap: int,
+    stop_cap: int,
+    stop_ratio: float,
+    stop_min_df: int,
+) -> Statement[CandidateRow]:
+    """The candidates of the direct plan (`pgsearch.plan.direct_candidates_hold`), read
+    with the vocabulary: every message holding a complete unit, when those are at
+    most `cap` (see `pgsearch.db.queries.direct_candidates_sql`)."""
+    sql, params = q.direct_candidates_sql(
+        filters,
+        words=lookup.words,
+        stems=lookup.stems,
+        units=units,
+        phrases=phrases,
+        cap=cap,
+        stop_cap=stop_cap,
+        stop_ratio=stop_ratio,
+        stop_min_df=stop_min_df,
+    )
+    return Statement("direct candidates", sql, params, _candidate)
+
+
+def direct_fields(
+    workspace: str,
+    session_id: str | None,
+    lookup: VocabularyLookup,
+    *,
+    stop_ratio: float,
+    stop_min_df: int,
+    cap: int,
+) -> Statement[FieldRow]:
+    """The title/summary matches of the direct plan, read with the vocabulary (at most
+    ``cap + 1`` rows: more means the plan's own statement must run)."""
+    sql, params = q.direct_fields_sql(
+        workspace,
+        session_id,
+        words=lookup.words,
+        stems=lookup.stems,
+        stop_ratio=stop_ratio,
+        stop_min_df=stop_min_df,
+        cap=cap,
+    )
+    return Statement("direct session fields", sql, params, _field_row)

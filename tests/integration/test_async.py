@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -15,7 +14,7 @@ from pgsearch import NotFound, PgSearch, SessionQueryRequest, SessionQueryResult
 from pgsearch.aio import AsyncPgSearch
 from pgsearch.ingest import FileResult
 from tests.conftest import EXAMPLES, Databases
-from tests.helpers import assert_statistics_exact
+from tests.helpers import SEARCH_FILTERS, SEARCH_QUERIES, assert_statistics_exact, search_corpus
 
 WS = "async"
 
@@ -155,54 +154,7 @@ def test_concurrent_async_appends_are_stored_once_each(dsn: str) -> None:
     assert_statistics_exact(dsn, WS)
 
 
-def _search_corpus(pg: PgSearch) -> None:
-    """Sessions where every candidate strategy, titles, roles and tools have work."""
-    common = ["the", "and", "error", "file", "test"]
-    rare = ["zephyr", "quokka", "marzipan", "obsidian", "tangerine", "kestrel"]
-    t0 = datetime(2026, 3, 1, tzinfo=UTC)
-    for s in range(12):
-        pg.append(
-            workspace=SEARCH_WS,
-            session_id=f"s{s}",
-            messages=[
-                {
-                    "role": ("user", "assistant", "tool")[i % 3],
-                    "content": " ".join(
-                        [common[(s + i) % 5], common[(s * i) % 5], rare[(s + 2 * i) % 6]]
-                        + (["deploy pipeline refactor"] if i % 4 == s % 4 else [])
-                        + (["café naïve"] if i == 5 else [])
-                    ),
-                    "tool_name": "bash" if i % 3 == 2 else None,
-                    "created_at": (t0 + timedelta(minutes=s * 50 + i)).isoformat(),
-                    "title": f"session about {rare[s % 6]} and deploys" if i == 0 else None,
-                }
-                for i in range(24)
-            ],
-        )
-
-
 SEARCH_WS = "same"
-QUERIES = [
-    "",
-    "zephyr",
-    "zephir",  # one edit away
-    "cafe",
-    "quo",  # a prefix
-    "deploy pipeline",
-    '"pipeline refactor"',
-    "the error",
-    "zephyr quokka marzipan the",
-    "kestrel deploys",
-    "!!!",
-    "nosuchwordanywhere",
-]
-FILTERS: list[dict[str, object]] = [
-    {},
-    {"roles": ["user"]},
-    {"tool_name": "bash"},
-    {"session_id": "s3"},
-    {"since": datetime(2026, 3, 1, 3, tzinfo=UTC), "until": datetime(2026, 3, 1, 8, tzinfo=UTC)},
-]
 
 
 def _pages(
@@ -221,11 +173,11 @@ def test_async_search_equals_sync_search(databases: Databases, template_db: str)
     dsn = databases.dsn(name)
     try:
         with PgSearch.connect(dsn) as pg:
-            _search_corpus(pg)
+            search_corpus(pg, SEARCH_WS)
         requests = [
             SessionQueryRequest(query=q, limit=4, per_session=per_session, **f)  # type: ignore[arg-type]
-            for q in QUERIES
-            for f in FILTERS
+            for q in SEARCH_QUERIES
+            for f in SEARCH_FILTERS
             for per_session in (True, False)
         ]
         tiny = Settings.from_env({}, dsn=dsn).with_(candidate_cap=10, stop_df_ratio=0.2)

@@ -1,0 +1,101 @@
+"""Round trips per search: the direct plan read with the vocabulary, never changing a result.
+
+The engine reads, in the round trip that reads the vocabulary, the candidates and
+title matches a plan without prefix or typo expansions would read; it keeps them
+only when its plan turns out to be that one. Searches with and without those early
+reads return identical results (every strategy, filters, pages), and a typical
+search takes two network round trips in all (``BEGIN`` to ``COMMIT``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from pgsearch import PgSearch, SessionQueryRequest, SessionQueryResult, Settings
+from pgsearch.db.driver import UnitRecord
+from pgsearch.search import SearchEngine
+from tests.conftest import Databases
+from tests.helpers import SEARCH_FILTERS, SEARCH_QUERIES, search_corpus
+
+WS = "trips"
+
+
+@pytest.fixture(scope="module")
+def corpus_dsn(databases: Databases, template_db: str) -> Iterator[str]:
+    name = databases.create(template=template_db, prefix="trips")
+    dsn = databases.dsn(name)
+    with PgSearch.connect(dsn) as pg:
+        search_corpus(pg, WS)
+    yield dsn
+    databases.drop(name)
+
+
+def _pages(pg: PgSearch, request: SessionQueryRequest) -> list[SessionQueryResult]:
+    out = [pg.search(request, workspace=WS)]
+    while out[-1].next_cursor and len(out) < 6:
+        out.append(pg.search(replace(request, cursor=out[-1].next_cursor), workspace=WS))
+    return out
+
+
+def _searches(pg: PgSearch, request: SessionQueryRequest) -> list[UnitRecord]:
+    with pg._driver.capture() as units:
+        pg.search(request, workspace=WS)
+    assert len(units) == 1 and units[0].error is None, units
+    return units
+
+
+def test_the_direct_reads_never_change_a_result(corpus_dsn: str) -> None:
+    requests = [
+        SessionQueryRequest(query=q, limit=4, per_session=per_session, **f)  # type: ignore[arg-type]
+        for q in SEARCH_QUERIES
+        for f in SEARCH_FILTERS
+        for per_session in (True, False)
+    ]
+    used = 0
+    for settings in (
+        Settings.from_env({}, dsn=corpus_dsn),
+        Settings.from_env({}, dsn=corpus_dsn).with_(candidate_cap=10, stop_df_ratio=0.2),
+    ):
+        with PgSearch.connect(settings=settings) as pg:
+            direct = [_pages(pg, r) for r in requests]
+            with pg._driver.capture() as units:
+                for r in requests:
+                    pg.search(r, workspace=WS)
+            used += sum(
+                not any(s.name == "candidates" for s in u.statements)
+                and any(s.name == "direct candidates" for s in u.statements)
+                for u in units
+            )
+            pg._engine = SearchEngine(settings, direct=False)
+            planned = [_pages(pg, r) for r in requests]
+        assert direct == planned
+        assert any(r.matches for pages in direct for r in pages)
+        assert sum(len(p) > 1 for p in direct) >= 10, "cursors were not exercised"
+    assert used >= 40, "the direct candidates were hardly ever used"
+
+
+def test_a_typical_search_takes_two_round_trips(corpus_dsn: str) -> None:
+    with PgSearch.connect(corpus_dsn) as pg:
+        pg.search(SessionQueryRequest(query="warm"), workspace=WS)  # reads the cursor key
+        for query, filters in (
+            ("zephyr", {}),
+            ("kestrel", {"roles": ["user"]}),
+            ("deploy pipeline", {}),
+            ("café", {"session_id": "s5"}),
+            ("", {}),
+        ):
+            request = SessionQueryRequest(query=query, **filters)  # type: ignore[arg-type]
+            (unit,) = _searches(pg, request)
+            assert unit.round_trips == 2, (query, filters, [s.name for s in unit.statements])
+            assert pg.search(request, workspace=WS).matches, query
+        # A typo's neighbours come with the vocabulary; its plan is read after them.
+        (unit,) = _searches(pg, SessionQueryRequest(query="zephir"))
+        assert unit.round_trips == 3, [s.name for s in unit.statements]
+        # Without the direct reads: the vocabulary, then the plan's reads, then the page.
+        pg._engine = SearchEngine(pg.settings, direct=False)
+        pg.search(SessionQueryRequest(query="warm"), workspace=WS)
+        (unit,) = _searches(pg, SessionQueryRequest(query="zephyr"))
+        assert unit.round_trips == 3
