@@ -42,7 +42,7 @@ FINAL: dict[str, Any] = {
     "session_weight": 0.3,
     "speaker_weight": 1.0,
     "per_expansion_idf": True,
-    "realword_df": 20,
+    "realword_df": 0,
 }
 CONFIGS: dict[str, dict[str, Any]] = {
     "before": {
@@ -59,10 +59,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "no_session": {"session_weight": 0.0},
     "no_speaker": {"speaker_weight": 0.0},
     "no_per_expansion_idf": {"per_expansion_idf": False},
-    "no_realword": {"realword_df": 0},
+    "realword_20": {"realword_df": 20},
     # Tuning (not ablations): other weights and limits.
     "session_0.1": {"session_weight": 0.1},
-    "session_coverage": {"session_coverage": True},
     "trigram_0.2": {"trigram_threshold": 0.2},
     "session_0.5": {"session_weight": 0.5},
     "context_0.5": {"context_weight": 0.5},

@@ -63,7 +63,6 @@ from bench.speed import (
 )
 from pgsearch import PgSearch, Settings
 from pgsearch.aio import AsyncPgSearch
-from pgsearch.db.routing import PRIMARY
 from pgsearch.db.work import Statement, Unit, Work, fetch
 from pgsearch.errors import PgSearchError
 from pgsearch.settings import parse_read_dsns
@@ -386,9 +385,10 @@ def _backends(dsn: str) -> tuple[list[int], int]:
 
 @dataclass
 class Probe:
-    """CPU and machine state around one run."""
+    """CPU and machine state around one run (server CPU: the backends of every
+    node, primary and standbys, when they run on this machine)."""
 
-    dsn: str
+    dsns: tuple[str, ...]
     began: float = 0.0
     client_cpu: float = 0.0
     server_cpu: dict[int, float] = field(default_factory=dict)
@@ -396,8 +396,17 @@ class Probe:
     loadavg: float = 0.0
     others: int = 0
 
+    def _pids(self) -> tuple[list[int], int]:
+        pids: list[int] = []
+        others = 0
+        for dsn in self.dsns:
+            mine, busy = _backends(dsn)
+            pids += mine
+            others += busy
+        return pids, others
+
     def start(self) -> None:
-        pids, self.others = _backends(self.dsn)
+        pids, self.others = self._pids()
         self.server_cpu = {p: _proc_cpu(p) for p in pids}
         self.loadavg = os.getloadavg()[0]
         self.machine = _machine_busy()
@@ -408,7 +417,7 @@ class Probe:
         wall = time.monotonic() - self.began
         client = time.process_time() - self.client_cpu
         busy, total = _machine_busy()
-        pids, _ = _backends(self.dsn)
+        pids, _ = self._pids()
         server = sum(_proc_cpu(p) - self.server_cpu.get(p, 0.0) for p in pids)
         cores = (total - self.machine[1]) / wall if wall else 0.0
         return {
@@ -422,8 +431,9 @@ class Probe:
 
 
 def _pool_counters(stats: dict[str, dict[str, int]]) -> dict[str, int]:
-    s = stats.get(PRIMARY, {})
-    return {k: int(s.get(k, 0)) for k in ("requests_num", "requests_queued", "requests_wait_ms")}
+    """The pool counters, summed over every node's pool."""
+    keys = ("requests_num", "requests_queued", "requests_wait_ms")
+    return {k: sum(int(s.get(k, 0)) for s in stats.values()) for k in keys}
 
 
 def _summary(
@@ -470,7 +480,7 @@ def one_run(
     plan = Plan(queries, opts.config(), kind)
     settings = Settings.from_env({}, dsn=dsn, read_dsns=opts.read_dsns)
     pool = pool or opts.pool
-    probe = Probe(dsn)
+    probe = Probe((dsn, *opts.read_dsns))
     if mode == "threads":
         with PgSearch.connect(settings=settings, pool_size=pool) as pg:
             run_threads(pg, plan, min(clients, 4), opts.warmup)

@@ -49,9 +49,16 @@ from pgsearch.db.store import (
 )
 from pgsearch.errors import ConfigError, IngestError
 from pgsearch.indexing import IndexedText, index_entry, index_session_fields
-from pgsearch.messages import Entry, entry_from_object
+from pgsearch.messages import MAX_LINE_BYTES, Entry, entry_from_object, iter_jsonl
 from pgsearch.settings import Settings
-from pgsearch.sources import Pin, find_sources, open_source, read_source
+from pgsearch.sources import (
+    FileView,
+    Pin,
+    find_sources,
+    is_opencode_session,
+    open_source,
+    read_source,
+)
 from pgsearch.types import MAX_ID_CHARS
 from pgsearch.validate import check_workspace
 
@@ -117,11 +124,30 @@ class Resume:
 FILE_WINDOW = 64 * 1024
 
 
+#: What ingest reads a file through: its bytes, or a `FileView` of a large file.
+Bytes = bytes | FileView
+#: Tool-call names kept while streaming a file; earlier ones are found in the rows
+#: already written (`store.tool_call_names`).
+_STREAM_CALLS = 100_000
+#: Distinct terms whose counts a streamed file accumulates before they are folded
+#: into the vocabulary (in its transaction), so a file of ever new words (ids,
+#: hashes) keeps memory bounded too.
+_STREAM_TERMS = 200_000
+
+
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def file_windows(data: bytes, size: int) -> tuple[str, str, str]:
+def _digest_range(data: Bytes, stop: int) -> str:
+    """SHA-256 of ``data[:stop]``, read a block at a time."""
+    h = hashlib.sha256()
+    for at in range(0, stop, 1 << 20):
+        h.update(data[at : min(stop, at + (1 << 20))])
+    return h.hexdigest()
+
+
+def file_windows(data: Bytes, size: int) -> tuple[str, str, str]:
     """The record digests of the first `size` bytes of `data`: (digest, head, tail).
 
     `digest` names the read part (its windows and length) in one value."""
@@ -130,7 +156,7 @@ def file_windows(data: bytes, size: int) -> tuple[str, str, str]:
     return _digest(f"{head}:{tail}:{size}".encode()), head, tail
 
 
-def same_prefix(data: bytes, record: FileRecord) -> bool:
+def same_prefix(data: Bytes, record: FileRecord) -> bool:
     """Whether `data` still starts with what `record` says was read of it.
 
     Records since migration 0005 keep digests of both ends of the part read
@@ -139,18 +165,35 @@ def same_prefix(data: bytes, record: FileRecord) -> bool:
     if record.size > len(data):
         return False
     if record.head_digest is None or record.tail_digest is None:
-        return _digest(data[: record.size]) == record.digest
+        return _digest_range(data, record.size) == record.digest
     _, head, tail = file_windows(data, record.size)
     return (head, tail) == (record.head_digest, record.tail_digest)
 
 
-def _record(path: str, data: bytes, parsed: Parsed, parser: str) -> FileRecord:
-    digest, head, tail = file_windows(data, parsed.consumed)
-    return FileRecord(path, parsed.consumed, parsed.lines, digest, parser, head, tail)
+def _record(path: str, data: Bytes, consumed: int, lines: int, parser: str) -> FileRecord:
+    digest, head, tail = file_windows(data, consumed)
+    return FileRecord(path, consumed, lines, digest, parser, head, tail)
+
+
+def next_chunk(view: Bytes, start: int, limit: int) -> bytes:
+    """About `limit` bytes of whole lines from `start` (a longer line whole, up to
+    just past the line-length limit; the end of the file as it is)."""
+    size = len(view)
+    stop = min(size, start + limit)
+    data = view[start:stop]
+    if stop >= size:
+        return data
+    nl = data.rfind(b"\n")
+    if nl >= 0:
+        return data[: nl + 1]
+    # One line longer than a chunk: to its end, or far enough to be refused.
+    cap = min(size, start + MAX_LINE_BYTES + 2)
+    at = view.find(b"\n", stop, cap)
+    return view[start : (at + 1 if at >= 0 else cap)]
 
 
 def resume_point(
-    data: bytes, record: FileRecord | None, *, parser: str, document: bool = False
+    data: Bytes, record: FileRecord | None, *, parser: str, document: bool = False
 ) -> Resume:
     """Where the unread part of `data` starts, given what was recorded for the file.
 
@@ -202,6 +245,13 @@ class _Prepared:
     unchanged: bool = False
     #: SHA-256 of the file's first `FILE_WINDOW` bytes (a record's `head_digest`).
     head: str = ""
+    #: A file streamed in chunks (`Settings.ingest_chunk_bytes`): where the next
+    #: chunk starts and its first line, the size read up to, and the file's header.
+    #: `done` is then made once the last chunk is written.
+    stream_next: int | None = None
+    stream_line: int = 0
+    stream_size: int = 0
+    header: Any = None
 
 
 @dataclass(slots=True)
@@ -386,6 +436,9 @@ class Ingestor:
         a file of another program must not be remembered as ingested.
         """
         shown = str(given)
+        large = self._prepare_large(given, real, record, session_id, format, pin)
+        if large is not None:
+            return large
         source = read_source(real, shown=shown, pin=pin)
         data = source.data
         fmt = adapters.resolve_format(format, data, path=shown)
@@ -418,7 +471,7 @@ class Ingestor:
             )
             for e in parsed.entries
         ]
-        done = _record(str(real), data, parsed, adapter.parser)
+        done = _record(str(real), data, parsed.consumed, parsed.lines, adapter.parser)
         return _Prepared(
             shown,
             real,
@@ -434,6 +487,178 @@ class Ingestor:
             rewrite=resume.rewrite,
             head=_digest(data[:FILE_WINDOW]),
         )
+
+    def _prepare_large(
+        self,
+        given: Path,
+        real: Path,
+        record: FileRecord | None,
+        session_id: str | None,
+        format: str,
+        pin: Pin | None,
+    ) -> _Prepared | None:
+        """`_prepare` for a line-format file larger than `Settings.ingest_chunk_bytes`,
+        without reading it whole; None when it must be read whole after all.
+
+        Its record is checked at its windows (`same_prefix`), so a grown file costs
+        the new bytes. pgsearch's own format is then read one chunk at a time (the
+        first here, the rest by `_write_stream` inside the transaction). A grown
+        agent log is read from one chunk before its new part (what its adapter may
+        look back into); its first read, a Gemini CLI log (whose new lines may
+        rewrite any earlier message) and a document are read whole.
+        """
+        shown = str(given)
+        limit = self.settings.ingest_chunk_bytes
+        if is_opencode_session(real):
+            return None
+        fd, st = open_source(real, shown=shown, pin=pin)
+        with os.fdopen(fd, "rb"):
+            size = st.st_size
+            if size <= limit:
+                return None
+            view = FileView(fd, size)
+            head = view[:FILE_WINDOW]
+            if next(head_objects(head, 2), None) is None:
+                head = view[:_HEAD_BYTES]  # long first lines
+                if next(head_objects(head, 1), None) is None:
+                    return None  # a JSON document, or nothing readable at its start
+            fmt = adapters.resolve_format(format, head, path=shown)
+            adapter = adapters.ADAPTERS[fmt]
+            if adapter.is_document(head):
+                return None
+            header = adapter.header(head, default_session=real.stem, path=real)
+            if session_id and session_id != header.session_id:
+                header = replace(header, session_id=session_id)
+            mtime = datetime.fromtimestamp(st.st_mtime, tz=UTC)
+            resume = resume_point(view, record, parser=adapter.parser)
+            head_key = _digest(head[:FILE_WINDOW])
+            if resume.unchanged:
+                assert record is not None
+                return _Prepared(
+                    shown, real, record, record, resume.start, resume.first_line, [], [],
+                    mtime, Parsed(consumed=record.size, lines=record.lines),
+                    format=fmt, unchanged=True, head=head_key,
+                )  # fmt: skip
+            if fmt == adapters.OPENAI:
+                data = next_chunk(view, resume.start, limit)
+                entries, lines = self._plain_entries(
+                    data, resume.first_line, shown, header.session_id, {}
+                )
+                parsed = Parsed(entries=entries, consumed=resume.start + len(data), lines=lines)
+                more = parsed.consumed < size
+                done = (
+                    record  # replaced once the last chunk is written
+                    if more and record is not None
+                    else _record(str(real), view, parsed.consumed, lines, adapter.parser)
+                )
+                return _Prepared(
+                    shown, real, record, done, resume.start, resume.first_line, entries,
+                    self._index(entries), mtime, parsed, format=fmt, rewrite=resume.rewrite,
+                    head=head_key, stream_next=parsed.consumed if more else None,
+                    stream_line=lines, stream_size=size, header=header,
+                )  # fmt: skip
+            if fmt == adapters.GEMINI or resume.start == 0:
+                return None
+            # What the adapter may look back into (the tool call a result answers, a
+            # sub-agent's parent message): one chunk's worth before the new part.
+            base = max(0, resume.start - limit)
+            if base:
+                base += view[base : resume.start].find(b"\n") + 1
+            data = view[base:size]
+            parsed = self._parse(
+                adapter, data, replace(resume, start=resume.start - base), shown, header
+            )
+            if parsed.restart:
+                return None
+            parsed = replace(parsed, consumed=parsed.consumed + base)
+            return _Prepared(
+                shown, real, record,
+                _record(str(real), view, parsed.consumed, parsed.lines, adapter.parser),
+                resume.start, resume.first_line, parsed.entries, self._index(parsed.entries),
+                mtime, parsed, format=fmt, rewrite=resume.rewrite, head=head_key,
+            )  # fmt: skip
+
+    def _index(self, entries: list[Entry]) -> list[IndexedText]:
+        return [
+            index_entry(
+                e,
+                index_policy=self.settings.index_policy,
+                max_chars=self.settings.max_indexed_chars,
+            )
+            for e in entries
+        ]
+
+    @staticmethod
+    def _plain_entries(
+        data: bytes, first_line: int, shown: str, session_id: str, calls: dict[str, str]
+    ) -> tuple[list[Entry], int]:
+        """Entries of a chunk of a file in pgsearch's format, and the line count after it."""
+        try:
+            entries = list(
+                iter_jsonl(
+                    data,
+                    path=shown,
+                    session_id=session_id,
+                    first_line=first_line,
+                    tool_names_by_call=calls,
+                )
+            )
+        except IngestError as exc:
+            if exc.reason.startswith("missing 'role'"):
+                raise IngestError(
+                    f"{exc.reason} (not a format pgsearch recognises; {adapters.known_formats()})",
+                    path=exc.path,
+                    line=exc.line,
+                ) from None
+            raise
+        lines = first_line + data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+        return entries, lines
+
+    def _write_stream(
+        self, ws: str, prepared: _Prepared, pin: Pin | None, deltas: Deltas, result: FileResult
+    ) -> Work[FileRecord]:
+        """Write the chunks of a streamed file after its first; returns its record."""
+        assert prepared.stream_next is not None
+        limit = self.settings.ingest_chunk_bytes
+        fd, _ = open_source(prepared.real, shown=prepared.shown, pin=pin)
+        with os.fdopen(fd, "rb"):
+            view = FileView(fd, prepared.stream_size)
+            pos, line = prepared.stream_next, prepared.stream_line
+            calls: dict[str, str] = {}
+            while pos < len(view):
+                data = next_chunk(view, pos, limit)
+                if not data:
+                    break  # the file shrank meanwhile: the next ingest sees a rewrite
+                entries, line = self._plain_entries(
+                    data, line, prepared.shown, prepared.header.session_id, calls
+                )
+                pos += len(data)
+                del data
+                if len(calls) > _STREAM_CALLS:
+                    calls.clear()
+                if not entries:
+                    continue
+                written = yield from self._write(
+                    ws,
+                    entries,
+                    self._index(entries),
+                    source=str(prepared.real),
+                    fallback_time=prepared.mtime,
+                    continuing=True,
+                    where=prepared.shown,
+                    deltas=deltas,
+                )
+                result.messages += len(written.inserted)
+                result.forgotten += written.forgotten
+                result.skipped += len(entries) - len(written.inserted) - written.forgotten
+                result.sessions |= {e.session_id for e in entries} & written.states.keys()
+                if len(deltas.df) + len(deltas.sf) > _STREAM_TERMS:
+                    # Another pass over vocabulary rows in this transaction: a writer
+                    # it deadlocks with is retried by the driver.
+                    yield from store.apply_deltas(ws, deltas)
+                    deltas.clear()
+            parser = adapters.ADAPTERS[prepared.format].parser
+            return _record(str(prepared.real), view, pos, line, parser)
 
     @staticmethod
     def _parse(
@@ -579,7 +804,10 @@ class Ingestor:
             yield from self._resolve_leaf_titles(
                 workspace, source, parsed, inserted_ids, states, deltas
             )
-        yield from store.record_file(workspace, prepared.done)
+        done = prepared.done
+        if prepared.stream_next is not None:
+            done = yield from self._write_stream(workspace, prepared, pin, deltas, result)
+        yield from store.record_file(workspace, done)
         return result
 
     def _moved_from(
@@ -595,20 +823,26 @@ class Ingestor:
         ids = {e.session_id for e in prepared.entries} | set(prepared.parsed.titles)
         candidates = yield from store.moved_candidates(ws, [prepared.head], ids)
         parser = adapters.ADAPTERS[prepared.format].parser
-        data: bytes | None = None
-        for candidate in sorted(candidates, key=lambda r: r.path):
-            if candidate.path == str(real) or candidate.parser not in (parser, None):
-                continue
-            if os.path.lexists(candidate.path):
-                continue
-            if data is None:
-                try:
-                    data = read_source(real, shown=prepared.shown, pin=pin).data
-                except IngestError:
-                    return None
-            if same_prefix(data, candidate):
-                return candidate
-        return None
+        found = [
+            c
+            for c in sorted(candidates, key=lambda r: r.path)
+            if c.path != str(real) and c.parser in (parser, None) and not os.path.lexists(c.path)
+        ]
+        if not found:
+            return None
+        if is_opencode_session(real):  # its bytes are the assembled session
+            try:
+                data = read_source(real, shown=prepared.shown, pin=pin).data
+            except IngestError:
+                return None
+            return next((c for c in found if same_prefix(data, c)), None)
+        try:
+            fd, st = open_source(real, shown=prepared.shown, pin=pin)
+        except IngestError:
+            return None
+        with os.fdopen(fd, "rb"):
+            view = FileView(fd, st.st_size)  # the windows are read, not the file
+            return next((c for c in found if same_prefix(view, c)), None)
 
     def _resolve_leaf_titles(
         self,

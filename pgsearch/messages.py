@@ -30,6 +30,9 @@ from pgsearch.types import MAX_ID_CHARS
 
 #: Longest accepted line (bytes). Larger lines are rejected, not truncated.
 MAX_LINE_BYTES = 32 * 1024 * 1024
+#: Blank lines (spaces, tabs and carriage returns only) at the start of what is left.
+#: One character class, so that the regex engine keeps no state per line matched.
+_BLANK_RUN = re.compile(rb"[ \t\r\n]*\n")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _KNOWN_FIELDS = frozenset(
     {
@@ -284,12 +287,23 @@ def iter_jsonl(
     calls = {} if tool_names_by_call is None else tool_names_by_call
     if first_line == 0 and data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]  # a UTF-8 byte-order mark some editors write
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    for offset, raw in enumerate(lines):
-        seq = first_line + offset
+    end = len(data)
+    pos = 0
+    seq = first_line
+    while pos < end:
+        blanks = _BLANK_RUN.match(data, pos)
+        if blanks is not None and blanks.end() > pos:
+            # A run of blank lines costs one match and one count, whatever its length.
+            seq += data.count(b"\n", pos, blanks.end())
+            pos = blanks.end()
+            continue
+        nl = data.find(b"\n", pos)
+        last = nl < 0
+        stop = end if last else nl
+        raw = data[pos:stop]
+        pos = end if last else nl + 1
         lineno = seq + 1
+        seq += 1
         if len(raw) > MAX_LINE_BYTES:
             raise IngestError(
                 f"line is {len(raw):,} bytes, over the {MAX_LINE_BYTES:,}-byte limit",
@@ -312,7 +326,7 @@ def iter_jsonl(
         except RecursionError:
             raise IngestError("JSON nested too deeply", path=path, line=lineno) from None
         except json.JSONDecodeError as exc:
-            truncated = offset == len(lines) - 1 and not data.endswith(b"\n")
+            truncated = last
             reason = "truncated last line" if truncated else "invalid JSON"
             raise IngestError(
                 f"{reason}: {exc.msg.removesuffix(' at')} at column {exc.colno}",
@@ -320,7 +334,9 @@ def iter_jsonl(
                 line=lineno,
             ) from None
         try:
-            entry = entry_from_object(obj, seq=seq, session_id=session_id, tool_names_by_call=calls)
+            entry = entry_from_object(
+                obj, seq=lineno - 1, session_id=session_id, tool_names_by_call=calls
+            )
         except RecursionError:
             raise IngestError("JSON nested too deeply", path=path, line=lineno) from None
         except ValueError as exc:

@@ -679,8 +679,6 @@ class Evidence:
     speaker: float = 0.0
     #: Typo expansions of a word absent from the vocabulary keep their own IDF.
     per_expansion_idf: bool = False
-    #: Session evidence scaled by the share of the query the session covers.
-    session_coverage: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Evidence:
@@ -689,7 +687,6 @@ class Evidence:
             session=settings.session_weight,
             speaker=settings.speaker_weight,
             per_expansion_idf=settings.per_expansion_idf,
-            session_coverage=settings.session_coverage,
         )
 
 
@@ -732,9 +729,7 @@ def score_candidates(
     if evidence.context:
         scored = ranking.add_context(scored, evidence.context)
     if evidence.session:
-        scored = ranking.add_session(
-            scored, evidence.session, scorer if evidence.session_coverage else None
-        )
+        scored = ranking.add_session(scored, evidence.session)
     for sid, hit in hits.items():
         anchor = anchors.get(sid)
         if sid in seen or anchor is None or hit.matched_in is None:

@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Literal
 
 from pgsearch import policy
@@ -178,24 +179,18 @@ class Scorer:
             total *= (covered / self.importance) ** self.coverage_exponent
         return total, matched
 
-    def coverage(self, matched: Iterable[str]) -> float:
-        """The IDF-weighted share of the query's groups that terms `matched` cover."""
-        if self.importance <= 0:
-            return 0.0
-        terms = set(matched)
-        covered = sum(
-            importance
-            for _, importance, expansions in self.groups
-            if any(t in terms for t, _ in expansions)
-        )
-        return covered / self.importance
-
 
 def speaker_terms(kind: str, speaker: str | None) -> frozenset[str]:
     """The search terms of a user or assistant message's speaker name (else none)."""
     if not speaker or kind not in (policy.USER_TEXT, policy.ASSISTANT_TEXT):
         return frozenset()
-    return frozenset(tokenize(speaker))
+    return _name_terms(speaker)
+
+
+@lru_cache(maxsize=4096)
+def _name_terms(name: str) -> frozenset[str]:
+    """A name's terms (a workspace has few speakers, and every candidate asks)."""
+    return frozenset(tokenize(name))
 
 
 def add_context(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
@@ -215,21 +210,15 @@ def add_context(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
 SESSION_EVIDENCE_HITS = 3
 
 
-def add_session(
-    hits: Sequence[Ranked], weight: float, coverage: Scorer | None = None
-) -> list[Ranked]:
+def add_session(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
     """Each hit plus `weight` times its session's evidence: the summed scores of the
     session's best `SESSION_EVIDENCE_HITS` hits (a session answering the query in
-    several turns outranks one with a single lucky match), times the share of the
-    query the session's hits cover together when `coverage` is given."""
+    several turns outranks one with a single lucky match)."""
     by_session: dict[str, list[float]] = {}
-    terms: dict[str, set[str]] = {}
     for h in hits:
         by_session.setdefault(h.session_id, []).append(h.score)
-        terms.setdefault(h.session_id, set()).update(h.matched)
     evidence = {
         sid: sum(sorted(scores, reverse=True)[:SESSION_EVIDENCE_HITS])
-        * (coverage.coverage(terms[sid]) if coverage is not None else 1.0)
         for sid, scores in by_session.items()
     }
     return [replace(h, score=h.score + weight * evidence[h.session_id]) for h in hits]

@@ -79,8 +79,10 @@ class Settings:
     #: Damerau did; ``levenshtein`` counts it as two.
     typo_distance: str = "osa"
     #: A word found as written fewer than this many times is still checked for a far
-    #: more common spelling one edit away (people misspell in logs too); 0 disables.
-    realword_df: int = 20
+    #: more common spelling one edit away (people misspell in logs too); 0 (the
+    #: default) disables it: it costs a trigram read and gained nothing measurable
+    #: on the bench sets (``python -m bench.ablate``).
+    realword_df: int = 0
     #: ... which it must outnumber this many times over to be taken as meant.
     realword_ratio: float = 10.0
     #: Each typo expansion of a word absent from the vocabulary scored with its own
@@ -92,9 +94,6 @@ class Settings:
     #: Share of the session's evidence (its best hits' scores summed) added to each
     #: of its hits' scores; 0 disables.
     session_weight: float = 0.3
-    #: The session's evidence scaled by the share of the query its hits cover
-    #: together (words answered in different turns of one session add up).
-    session_coverage: bool = False
     #: Match weight of a query word naming a message's speaker (the ``name`` of a
     #: user or assistant message); 0 disables.
     speaker_weight: float = 1.0
@@ -138,6 +137,10 @@ class Settings:
     read_connect_timeout_ms: int = 1000
     #: Indexed text per message is capped; the full content is always stored.
     max_indexed_chars: int = 200_000
+    #: Bytes of a file ingest holds (read, parsed and indexed) at a time. A file in
+    #: pgsearch's format larger than this is streamed in pieces of about this size
+    #: within its one transaction, so memory stays bounded whatever the file's size.
+    ingest_chunk_bytes: int = 4 * 1024 * 1024
     index_policy: IndexPolicy = field(default_factory=IndexPolicy)
     #: Bind every transaction to its workspace (``SET LOCAL pgsearch.workspace_id``)
     #: for the Row Level Security policies of migration 0002. Needed, and then
@@ -164,6 +167,7 @@ class Settings:
             "pool_min": "PGSEARCH_POOL_MIN",
             "pool_max": "PGSEARCH_POOL_MAX",
             "max_indexed_chars": "PGSEARCH_MAX_INDEXED_CHARS",
+            "ingest_chunk_bytes": "PGSEARCH_INGEST_CHUNK_BYTES",
             "read_wait_ms": "PGSEARCH_READ_WAIT_MS",
             "read_max_lag_ms": "PGSEARCH_READ_MAX_LAG_MS",
             "read_connect_timeout_ms": "PGSEARCH_READ_CONNECT_TIMEOUT_MS",
@@ -246,6 +250,8 @@ class Settings:
             )
         if self.max_indexed_chars < 1:
             raise ConfigError("max_indexed_chars must be positive")
+        if self.ingest_chunk_bytes < 64 * 1024:
+            raise ConfigError("PGSEARCH_INGEST_CHUNK_BYTES must be at least 65536 (64 KiB)")
         if self.max_expansions < 1:
             raise ConfigError("max_expansions must be positive")
         if not 0 < self.trigram_threshold <= 1:

@@ -226,3 +226,45 @@ def read_source(path: Path, *, shown: str, pin: Pin | None = None) -> Source:
             return Source(fh.read(), mtime)
     except OSError as exc:
         raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None
+
+
+class FileView:
+    """The bytes of an open file, read on demand: ``len``, slices and `find` as on
+    `bytes`, each slice one ``pread``. Lets ingest check a large file's recorded
+    windows and read its new part without holding the rest in memory."""
+
+    _BLOCK = 1 << 20
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd = fd
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: slice) -> bytes:
+        start, stop, _ = index.indices(self.size)
+        if stop <= start:
+            return b""
+        parts = []
+        while start < stop:
+            part = os.pread(self.fd, stop - start, start)
+            if not part:
+                break  # the file shrank meanwhile
+            parts.append(part)
+            start += len(part)
+        return b"".join(parts)
+
+    def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
+        """The first offset of `sub` at or after `start` (before `end`), else -1."""
+        end = self.size if end is None else min(end, self.size)
+        pos = start
+        while pos < end:
+            block = self[pos : min(end, pos + self._BLOCK + len(sub) - 1)]
+            at = block.find(sub)
+            if at >= 0:
+                return pos + at
+            if pos + len(block) >= end:
+                return -1
+            pos += self._BLOCK
+        return -1

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from pgsearch.db import citus
+
 revision: str = "0005"
 down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
@@ -47,6 +49,8 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("workspace_id", "session_id", name="forgotten_sessions_pkey"),
     )
+    # On Citus, distributed with the other tenant tables before its index.
+    citus.distribute(op.get_bind(), "forgotten_sessions")
     op.create_index(
         "forgotten_sessions_source_idx", "forgotten_sessions", ["workspace_id", "source"]
     )

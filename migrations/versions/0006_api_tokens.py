@@ -21,6 +21,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from pgsearch.db import citus
+
 revision: str = "0006"
 down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
@@ -47,6 +49,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("token_id", name="api_tokens_pkey"),
         sa.UniqueConstraint("token_hash", name="api_tokens_hash_key"),
     )
+    # On Citus, a reference table (a copy on every node), as pgsearch_meta: a token is
+    # looked up by its hash before any workspace is known.
+    citus.reference(op.get_bind(), "api_tokens")
     op.create_index("api_tokens_workspace_idx", "api_tokens", ["workspace_id", "created_at"])
 
 

@@ -39,9 +39,10 @@ DISTRIBUTED_TABLES = (
     "workspace_stats",
     "ingested_files",
     "leaf_titles",
+    "forgotten_sessions",
 )
 #: Tables that are the same for every tenant: a copy on each node.
-REFERENCE_TABLES = ("pgsearch_meta",)
+REFERENCE_TABLES = ("pgsearch_meta", "api_tokens")
 
 #: Statements that read every shard by nature; the only ones pgsearch sends that are
 #: not router queries. Named by their `Statement.name`; none is on a search or

@@ -28,7 +28,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -185,6 +185,13 @@ class _Recorder:
     round_trips: int = 0
     statements: list[Statement[Any]] = field(default_factory=list)
     plans: list[str] = field(default_factory=list)
+    #: Keep the statements sent (only while someone `capture`s): a unit streaming a
+    #: large file sends its rows as parameters, which must not outlive their step.
+    keep: bool = True
+
+    def note(self, statements: Iterable[Statement[Any]]) -> None:
+        if self.keep:
+            self.statements.extend(s for s in statements if not _infrastructure(s))
 
     def reset(self, node: str) -> None:
         self.node = node
@@ -248,7 +255,20 @@ def retriable(exc: BaseException) -> bool:
         return False
     if isinstance(exc, StoreUnavailable):
         return True
-    return isinstance(exc, StoreError) and isinstance(exc.__cause__, _TRANSIENT)
+    if not isinstance(exc, StoreError):
+        return False
+    return isinstance(exc.__cause__, _TRANSIENT) or _shard_moved(exc.__cause__)
+
+
+def _shard_moved(cause: BaseException | None) -> bool:
+    """Citus planned a statement for a shard that a tenant split or move replaced
+    while the transaction ran: the transaction was rolled back, and run again it
+    is planned for the shard that holds the workspace now."""
+    return (
+        isinstance(cause, psycopg.Error)
+        and cause.sqlstate == "XX000"
+        and str(cause).startswith("could not find valid entry for shard")
+    )
 
 
 #: SQLSTATEs a standby cancels a read with when it conflicts with recovery (on a
@@ -714,7 +734,7 @@ class Driver(_Core):
 
     def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
-        rec = _Recorder(unit.context, unit.write, unit.workspace)
+        rec = _Recorder(unit.context, unit.write, unit.workspace, keep=bool(self._captures))
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
             choice = self.router.choose(
@@ -795,7 +815,7 @@ class Driver(_Core):
                 continue
             out += self._pipeline(conn, run, rec)
             run = []
-            rec.statements.append(s)
+            rec.note((s,))
             rec.round_trips += 2  # COPY: the statement, then the data and its end
             with conn.cursor() as cur, cur.copy(s.sql, s.params) as copy:
                 for row in s.copy_rows:
@@ -810,7 +830,7 @@ class Driver(_Core):
         if not statements:
             return []
         rec.round_trips += 1
-        rec.statements += [s for s in statements if not _infrastructure(s)]
+        rec.note(statements)
         cursors = [conn.cursor(row_factory=_decoder(s)) for s in statements]
         if len(statements) == 1:
             cursors[0].execute(statements[0].sql, statements[0].params)
@@ -878,7 +898,7 @@ class Driver(_Core):
         )
         attempts = _attempts.get() or _Attempts()
         excluded = attempts.excluded
-        rec = _Recorder(context, write, workspace)
+        rec = _Recorder(context, write, workspace, keep=bool(self._captures))
         pool, conn, node, tx = self._open(unit, rec, excluded)
         token = _current_tx.set(tx)
         try:
@@ -1152,7 +1172,7 @@ class AsyncDriver(_Core):
 
     async def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
-        rec = _Recorder(unit.context, unit.write, unit.workspace)
+        rec = _Recorder(unit.context, unit.write, unit.workspace, keep=bool(self._captures))
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
             choice = self.router.choose(
@@ -1232,7 +1252,7 @@ class AsyncDriver(_Core):
                 continue
             out += await self._pipeline(conn, run, rec)
             run = []
-            rec.statements.append(s)
+            rec.note((s,))
             rec.round_trips += 2
             async with conn.cursor() as cur, cur.copy(s.sql, s.params) as copy:
                 for row in s.copy_rows:
@@ -1247,7 +1267,7 @@ class AsyncDriver(_Core):
         if not statements:
             return []
         rec.round_trips += 1
-        rec.statements += [s for s in statements if not _infrastructure(s)]
+        rec.note(statements)
         cursors = [conn.cursor(row_factory=_decoder(s)) for s in statements]
         if len(statements) == 1:
             await cursors[0].execute(statements[0].sql, statements[0].params)

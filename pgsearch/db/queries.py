@@ -276,12 +276,14 @@ RETURNING session_id
 )
 
 # A session the user forgot stays forgotten: ingest skips its entries (by its id, or
-# by the file it came from) until they are asked for back.
+# by the file it came from) until they are asked for back. The time comes from the
+# inserted row's default (Citus evaluates it on the coordinator; it accepts no
+# volatile function in DO UPDATE SET).
 FORGET_TOMBSTONE = """
 INSERT INTO forgotten_sessions (workspace_id, session_id, source)
 VALUES (%(ws)s, %(session_id)s, %(source)s)
 ON CONFLICT (workspace_id, session_id) DO UPDATE
-SET source = EXCLUDED.source, forgotten_at = now()
+SET source = EXCLUDED.source, forgotten_at = EXCLUDED.forgotten_at
 """
 
 FORGOTTEN_AMONG = """

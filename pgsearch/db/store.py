@@ -133,6 +133,11 @@ class Deltas:
     indexed: Counter[str] = field(default_factory=Counter)
     length: Counter[str] = field(default_factory=Counter)
 
+    def clear(self) -> None:
+        """Forget the changes (after they were applied)."""
+        for counter in (self.df, self.sf, self.n, self.indexed, self.length):
+            counter.clear()
+
     def merge(self, other: Deltas) -> None:
         """Add `other`'s changes to these."""
         for mine, theirs in (

@@ -25,7 +25,6 @@ that time and a busy client costs one token lookup per interval, not per request
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -53,6 +52,7 @@ from pgsearch.errors import (
 )
 from pgsearch.rows import ApiToken
 from pgsearch.settings import Settings
+from pgsearch.tokens import hash_token
 from pgsearch.types import Scope
 from pgsearch.web import inputs
 from pgsearch.web.limits import RateLimiter
@@ -106,6 +106,8 @@ class ServeConfig:
     ingest_roots: tuple[Path, ...] = ()
     default_rate: float = DEFAULT_RATE
     token_cache_seconds: float = 5.0
+    #: Failed token checks per second a client address may cause.
+    failed_auth_rate: float = FAILED_AUTH_RATE
 
 
 class ApiError(Exception):
@@ -159,7 +161,7 @@ class _Tokens:
     found: dict[str, tuple[ApiToken, float]] = field(default_factory=dict)
 
     def get(self, secret: str) -> ApiToken | None:
-        hit = self.found.get(_digest(secret))
+        hit = self.found.get(hash_token(secret))
         if hit is None or hit[1] < time.monotonic():
             return None
         return hit[0]
@@ -169,11 +171,7 @@ class _Tokens:
             return
         if len(self.found) >= TOKEN_CACHE_SIZE:
             self.found.clear()
-        self.found[_digest(secret)] = (token, time.monotonic() + self.ttl)
-
-
-def _digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+        self.found[hash_token(secret)] = (token, time.monotonic() + self.ttl)
 
 
 class Api:
@@ -245,7 +243,7 @@ class Api:
         token = self.tokens.get(secret)
         if token is None:
             address = request.client.host if request.client else "unknown"
-            wait = self.limiter.peek("failed:" + address, FAILED_AUTH_RATE)
+            wait = self.limiter.peek("failed:" + address, config.failed_auth_rate)
             if wait > 0:
                 raise ApiError(
                     "rate_limited",
@@ -254,7 +252,7 @@ class Api:
                 )
             token = await self.db.authenticate(secret)
             if token is None:
-                self.limiter.take("failed:" + address, FAILED_AUTH_RATE)
+                self.limiter.take("failed:" + address, config.failed_auth_rate)
                 raise ApiError(
                     "unauthorized", "the token is unknown or was revoked", headers=challenge
                 )

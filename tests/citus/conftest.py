@@ -33,6 +33,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pgsearch import PgSearch
 from pgsearch.db import citus
 from pgsearch.db.migrate import migrate
+from pgsearch.db.queries import TENANT_TABLES
 from tests.conftest import RUN_ID
 
 REPO = Path(__file__).resolve().parents[2]
@@ -110,7 +111,9 @@ def _start(script: Path, cluster: Path) -> str:
             timeout=180,
         )
         if done.returncode == 0:
-            return done.stdout.strip().splitlines()[-1]
+            dsn = done.stdout.strip().splitlines()[-1]
+            _allow_citus_decoding(dsn, [port, port + 1, port + 2])
+            return dsn
         logs = "".join(p.read_text(errors="replace")[-600:] for p in cluster.glob("*.log"))
         subprocess.run([str(script), "stop", str(cluster)], capture_output=True, timeout=120)
         if "Address already in use" not in logs:
@@ -118,6 +121,27 @@ def _start(script: Path, cluster: Path) -> str:
         shutil.rmtree(cluster, ignore_errors=True)
         port += 3
     pytest.fail(f"cluster.sh found no free ports from {FIRST_PORT} to {port}")
+
+
+def _allow_citus_decoding(dsn: str, ports: list[int]) -> None:
+    """Let Citus' logical decoding plugin stream shards (tenant moves and splits with
+    logical replication), where the server restricts the plugins it loads."""
+    for port in ports:
+        params = conninfo_to_dict(dsn)
+        params["port"] = str(port)
+        with psycopg.connect(make_conninfo(**params), autocommit=True) as conn:  # type: ignore[arg-type]
+            allowed = conn.execute(
+                "SELECT setting FROM pg_settings WHERE name = 'output_plugin_libraries'"
+            ).fetchone()
+            if allowed is None or "citus" in str(allowed[0]):
+                continue
+            names = [n.strip().strip('"') for n in str(allowed[0]).split(",") if n.strip()]
+            conn.execute(
+                sql.SQL("ALTER SYSTEM SET output_plugin_libraries = {}").format(
+                    sql.SQL(", ").join(sql.Identifier(n) for n in [*names, "citus"])
+                )
+            )
+            conn.execute("SELECT pg_reload_conf()")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -166,8 +190,10 @@ def schemas(coordinator: str) -> Iterator[Schemas]:
 
 @pytest.fixture(scope="session")
 def cluster_dsn(schemas: Schemas) -> str:
-    """A schema migrated on the cluster, shared by the suite's tests (each test uses
-    workspaces of its own, or the `dsn` fixture, which empties the tables after it)."""
+    """A schema migrated on the cluster and shared by the suite's tests: each test
+    uses workspaces of its own, or the `dsn` fixture, which empties the tables after
+    it. (The database's ``public`` schema holds only the extensions: a schema's
+    search path ends with it, and must find no pgsearch table there.)"""
     dsn = schemas.create("shared")
     placed = citus_tables(dsn)
     assert {t: m for t, (m, _) in placed.items()} == {
@@ -178,14 +204,39 @@ def cluster_dsn(schemas: Schemas) -> str:
 
 
 @pytest.fixture
+def app_role(cluster_dsn: str) -> Iterator[str]:
+    """A login role that owns nothing and bypasses nothing, with an application's
+    privileges on the shared schema (Citus creates it, and grants, on every node)."""
+    role = f"pgsearch_test_{RUN_ID}_app_{uuid.uuid4().hex[:8]}"
+    ident = sql.Identifier(role)
+    with psycopg.connect(cluster_dsn, autocommit=True) as conn:
+        schema = sql.Identifier(str(conn.execute("SELECT current_schema()").fetchone()[0]))  # type: ignore[index]
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS").format(ident))
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(schema, ident))
+        conn.execute(
+            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {} TO {}").format(
+                schema, ident
+            )
+        )
+    try:
+        yield role
+    finally:
+        with psycopg.connect(cluster_dsn, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(ident))
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(ident))
+
+
+@pytest.fixture
 def dsn(cluster_dsn: str) -> Iterator[str]:
     """The shared schema, emptied after the test (tests reused from the integration
     suites expect a database of their own)."""
     yield cluster_dsn
     with psycopg.connect(cluster_dsn, autocommit=True) as conn:
-        conn.execute(
-            "TRUNCATE messages, sessions, vocabulary, workspace_stats, ingested_files, leaf_titles"
-        )
+        conn.execute("TRUNCATE " + ", ".join(TENANT_TABLES))
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from pgsearch import IngestError, PgSearch, SessionQueryRequest
+from tests.conftest import Databases
 from tests.helpers import assert_statistics_exact, write_jsonl
 
 
@@ -352,3 +353,154 @@ def test_a_hard_link_into_the_root_is_refused_under_root(pg: PgSearch, tmp_path:
     assert pg.sessions(workspace="w") == []
     # Without --root a hard link is an ordinary file.
     assert pg.ingest_file(root / "linked.jsonl", workspace="w").messages == 1
+
+
+# --- large files: streamed, checked at their windows --------------------------------
+
+CHUNK = 64 * 1024
+
+
+def _big_plain(path: Path, messages: int, *, blanks: int = 0) -> Path:
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(messages):
+            role = "user" if i % 3 == 0 else "assistant"
+            fh.write(f'{{"role": "{role}", "content": "message {i} about walrus{i % 97}"}}\n')
+            if i == messages // 2:
+                fh.write("\n" * blanks)
+    return path
+
+
+def _read_bytes() -> int:
+    with open("/proc/self/io", encoding="ascii") as fh:
+        return int(next(line for line in fh if line.startswith("rchar:")).split()[1])
+
+
+def test_a_large_plain_file_is_streamed_with_the_same_result_as_a_whole_read(
+    dsn: str, tmp_path: Path, databases: Databases
+) -> None:
+    """Chunked within its one transaction: the stored rows, turns and statistics are
+    those of reading it whole, and blank lines only count."""
+    from pgsearch import Settings
+
+    path = _big_plain(tmp_path / "big.jsonl", 6000, blanks=200_000)
+    assert path.stat().st_size > 5 * CHUNK
+    streamed = Settings.from_env({}, dsn=dsn).with_(ingest_chunk_bytes=CHUNK)
+    with PgSearch.connect(dsn, settings=streamed) as pg:
+        result = pg.ingest_file(path, workspace="w")
+        assert (result.messages, result.sessions) == (6000, {"big"})
+        again = pg.ingest_file(path, workspace="w")
+        assert again.unchanged
+    other = databases.create(template=None)
+    whole_dsn = databases.dsn(other)
+    from pgsearch.db.migrate import migrate
+
+    migrate(whole_dsn)
+    with PgSearch.connect(whole_dsn) as pg:
+        assert pg.ingest_file(path, workspace="w").messages == 6000
+    query = "SELECT session_id, seq, kind, turn, content FROM messages ORDER BY 1, 2"
+    with psycopg.connect(dsn) as a, psycopg.connect(whole_dsn) as b:
+        assert a.execute(query).fetchall() == b.execute(query).fetchall()
+        assert a.execute("SELECT max(seq) FROM messages").fetchone() == (6000 + 200_000 - 1,)
+    assert_statistics_exact(dsn, "w")
+    databases.drop(other)
+
+
+def test_a_grown_large_file_costs_its_new_bytes(dsn: str, tmp_path: Path) -> None:
+    from pgsearch import Settings
+
+    path = _big_plain(tmp_path / "big.jsonl", 40_000)
+    size = path.stat().st_size
+    assert size > 2 * 1024 * 1024
+    settings = Settings.from_env({}, dsn=dsn).with_(ingest_chunk_bytes=CHUNK)
+    with PgSearch.connect(dsn, settings=settings) as pg:
+        pg.ingest_file(path, workspace="w")
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write('{"role": "user", "content": "the very last narwhal"}\n')
+        before = _read_bytes()
+        grown = pg.ingest_file(path, workspace="w")
+        cost = _read_bytes() - before
+        assert grown.messages == 1 and not grown.rewritten
+        # The head (format detection) and the two recorded windows, not the file.
+        assert cost < size / 4, cost
+        hits = pg.search(SessionQueryRequest(query="narwhal"), workspace="w")
+        assert [m.seq for m in hits.matches] == [40_000]
+    assert_statistics_exact(dsn, "w")
+
+
+def _claude_line(i: int, sid: str = "big-claude") -> str:
+    import json
+
+    role = "user" if i % 2 == 0 else "assistant"
+    return (
+        json.dumps(
+            {
+                "type": role,
+                "sessionId": sid,
+                "uuid": f"u-{i}",
+                "parentUuid": f"u-{i - 1}" if i else None,
+                "timestamp": f"2026-01-01T00:{i // 3600 % 60:02d}:{i // 60 % 60:02d}Z",
+                "message": {"role": role, "content": f"line {i} of the capybara log"},
+            }
+        )
+        + "\n"
+    )
+
+
+def test_a_grown_large_agent_log_reads_its_new_part_and_a_window_before_it(
+    dsn: str, tmp_path: Path
+) -> None:
+    from pgsearch import Settings
+
+    path = tmp_path / "big-claude.jsonl"
+    path.write_text("".join(_claude_line(i) for i in range(6000)), encoding="utf-8")
+    size = path.stat().st_size
+    assert size > 8 * CHUNK
+    settings = Settings.from_env({}, dsn=dsn).with_(ingest_chunk_bytes=CHUNK)
+    with PgSearch.connect(dsn, settings=settings) as pg:
+        first = pg.ingest_file(path, workspace="w")
+        assert first.format == "claude-code" and first.messages == 6000
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(_claude_line(6000) + _claude_line(6001))
+        before = _read_bytes()
+        grown = pg.ingest_file(path, workspace="w")
+        cost = _read_bytes() - before
+        assert (grown.messages, grown.rewritten) == (2, False)
+        assert cost < size / 2, cost
+        assert _sessions(pg) == {"big-claude": 6002}
+        assert _tool_names(dsn, "w", "big-claude")[-1][:2] == (6001, "assistant_text")
+    assert_statistics_exact(dsn, "w")
+
+
+def test_a_bad_line_in_a_later_chunk_rejects_the_whole_file(dsn: str, tmp_path: Path) -> None:
+    from pgsearch import Settings
+
+    path = _big_plain(tmp_path / "big.jsonl", 4000)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write("{not json\n")
+    settings = Settings.from_env({}, dsn=dsn).with_(ingest_chunk_bytes=CHUNK)
+    with PgSearch.connect(dsn, settings=settings) as pg:
+        with pytest.raises(IngestError, match="invalid JSON") as caught:
+            pg.ingest_file(path, workspace="w")
+        assert caught.value.line == 4001
+        assert pg.sessions(workspace="w") == []
+    assert _contents(dsn) == []
+    assert_statistics_exact(dsn, "w")
+
+
+def test_a_streamed_file_of_ever_new_words_folds_its_counts_as_it_goes(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vocabulary counts are applied every few thousand new terms inside the
+    transaction: statistics still equal a recount."""
+    from pgsearch import Settings, ingest
+
+    monkeypatch.setattr(ingest, "_STREAM_TERMS", 500)
+    path = tmp_path / "ids.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(8000):
+            fh.write(f'{{"role": "user", "content": "build id{i:06d}x and again{i % 7}"}}\n')
+    settings = Settings.from_env({}, dsn=dsn).with_(ingest_chunk_bytes=CHUNK)
+    with PgSearch.connect(dsn, settings=settings) as pg:
+        assert pg.ingest_file(path, workspace="w").messages == 8000
+        assert pg.stats(workspace="w").vocabulary > 8000
+    assert_statistics_exact(dsn, "w")

@@ -21,7 +21,7 @@ from tests.serving.conftest import Nodes
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("replica-corpus")
     generate.generate(
-        generate.Config(messages=2000, workspaces=3, queries_per_class=8), out, quiet=True
+        generate.Config(messages=3000, workspaces=3, queries_per_class=8), out, quiet=True
     )
     return out
 

@@ -108,3 +108,29 @@ def test_a_record_from_before_windows_is_checked_against_all_it_read() -> None:
     legacy = record(data, lines=2)
     assert same_prefix(data + b'{"c":3}\n', legacy)
     assert not same_prefix(b'{"a":9}\n{"b":2}\n{"c":3}\n', legacy)
+
+
+def test_blank_line_runs_count_as_lines_and_cost_one_match() -> None:
+    from pgsearch.messages import iter_jsonl
+
+    data = (
+        b'{"role":"user","content":"a"}\n'
+        + b"\n \r\n\t\n" * 50_000
+        + b'{"role":"user","content":"b"}'
+    )
+    seqs = [e.seq for e in iter_jsonl(data, path="f", session_id="s")]
+    assert seqs == [0, 150_001]
+
+
+def test_chunks_end_at_a_line_end_and_hold_a_line_longer_than_a_chunk() -> None:
+    from pgsearch.ingest import next_chunk
+
+    data = b"aaa\nbbbbbbbbbbbbbbbbbbbb\ncc\nd"
+    assert next_chunk(data, 0, 6) == b"aaa\n"
+    assert next_chunk(data, 4, 6) == b"bbbbbbbbbbbbbbbbbbbb\n"  # longer than a chunk
+    assert next_chunk(data, 25, 6) == b"cc\nd"  # the end of the file as it is
+    pieces, at = [], 0
+    while at < len(data):
+        pieces.append(next_chunk(data, at, 6))
+        at += len(pieces[-1])
+    assert b"".join(pieces) == data

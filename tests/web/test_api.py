@@ -493,10 +493,13 @@ def test_failed_token_checks_are_limited_per_client_address(
     from pgsearch import Settings
     from pgsearch.web.app import FAILED_AUTH_RATE, ServeConfig
 
-    with LiveServer(ServeConfig(token_cache_seconds=0), Settings.from_env(dsn=http_dsn)) as live:
+    assert FAILED_AUTH_RATE >= 10  # the default leaves room for honest mistakes
+    # One failed check per second: a burst of two, then refusals.
+    config = ServeConfig(token_cache_seconds=0, failed_auth_rate=1.0)
+    with LiveServer(config, Settings.from_env(dsn=http_dsn)) as live:
         guesses = [
             client(live, f"pgs_{i:012x}_" + "g" * 43).get("/v1/whoami").status_code
-            for i in range(int(FAILED_AUTH_RATE * 4))
+            for i in range(6)
         ]
         assert guesses[0] == 401 and 429 in guesses, guesses
         limited = client(live, "pgs_000000000001_" + "h" * 43).get("/v1/whoami")

@@ -33,6 +33,8 @@ def browser() -> Iterator[Browser]:
             f"no Chromium at {CHROMIUM}: install Debian's (apt-get install -y chromium "
             "chromium-driver) or point PGSEARCH_CHROMIUM at a Chromium binary"
         )
+    # Generous waits: CI runs this beside other suites on two cores.
+    expect.set_options(timeout=15_000)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield browser
@@ -121,6 +123,8 @@ def test_typo_search_open_session_page_and_filter(
     anchor = page.locator(".message.anchor")
     expect(anchor).to_have_count(1)
     expect(anchor).to_contain_text("advisory lock")
+    # The words the search matched are marked in the session too.
+    expect(anchor.locator("mark")).to_have_text(["advisory", "lock"])
     assert "sid=cron-refactor" in page.url
     expect(page.locator("#timeline")).to_be_visible()
 

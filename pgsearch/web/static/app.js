@@ -94,6 +94,30 @@ function status(text) {
   $("status").textContent = text;
 }
 
+// The words the excerpts marked (typo and stem matches included), to mark them in a
+// session's messages too; longest first so that a longer word wins an overlap.
+function markedWords(matches) {
+  const words = new Set();
+  for (const m of matches) {
+    m.excerpt.split("**").forEach((piece, i) => {
+      if (i % 2 && piece.trim()) words.add(piece.trim().toLowerCase());
+    });
+  }
+  return [...words].sort((a, b) => b.length - a.length);
+}
+
+function marked(text, words) {
+  if (!words.length) return document.createTextNode(text);
+  const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const pattern = new RegExp("(" + escaped.join("|") + ")", "giu");
+  const out = document.createDocumentFragment();
+  text.split(pattern).forEach((piece, i) => {
+    if (!piece) return;
+    out.append(i % 2 ? el("mark", { text: piece }) : document.createTextNode(piece));
+  });
+  return out;
+}
+
 // --- the URL ---------------------------------------------------------------------
 
 function params() {
@@ -267,6 +291,7 @@ async function openSession(p) {
   const start = p.get("start");
   const path = "/v1/sessions/" + encodeURIComponent(sid);
   state.view = { sid, first: null, last: null, next: null, count: null };
+  state.words = markedWords(state.matches);
   $("messages").replaceChildren();
   $("session-title").textContent = sid;
   $("session-meta").textContent = "";
@@ -307,7 +332,7 @@ function showPage(page) {
           el("span", { text: "#" + m.seq }),
           el("time", { datetime: m.created_at, text: when(m.created_at) }),
         ),
-        el("pre", { text: m.content }),
+        el("pre", null, marked(m.content, state.words || [])),
       ),
     );
   }
