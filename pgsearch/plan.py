@@ -499,14 +499,16 @@ def direct_candidates_hold(
     """Whether the direct candidate rows (`rows_read` of them) are exactly those the
     plan's candidate statement returns.
 
-    The direct read (`pgsearch.db.queries._DIRECT_UNITS`) makes this function's choice
-    of strategy on the server from the same vocabulary rows: every word newest first
-    under the same cap, which is the plan's read whenever no unit drives; or any
-    selective unit, which is the plan's read when those are its drivers and all of
-    their matches fit the cap (the direct read returns nothing otherwise)."""
+    The direct read (`pgsearch.db.queries._DIRECT_UNITS`) makes `plan_candidates`'
+    choice on the server from the same vocabulary rows, and reads only when every
+    match fits the cap: every word, which is the plan's read when no unit drives and
+    the rarest word is within the cap (``all_words``); or any selective unit, which
+    is the plan's read when those are its drivers and their df sum is within the cap
+    (``any_unit``). Reading the newest of more matches is left to the plan's own
+    statement, which the planner can answer from the time index."""
     if not is_direct(groups) or rows_read > plan.cap:
         return False
-    if plan.strategy in ("all_words", "all_words_newest"):
+    if plan.strategy == "all_words":
         return True
     if plan.strategy != "any_unit":
         return False

@@ -459,13 +459,12 @@ WITH q AS (
 
 # The candidate read of the direct plan, as `plan.plan_candidates` decides it from
 # the units (`u`: complete when each of its words has a term), the df from which a
-# word is stop-like (`t`, `plan.stop_df`) and the selective complete units (`s`):
-# with fewer than two complete units or no selective one, the messages holding every
-# word, newest first, at most the cap (the stop-like cap when nothing is
-# selective); else the messages holding any selective unit, all of them, when their
-# document frequencies sum to at most the cap (none otherwise: the plan reads its
-# own). The plan's rows either way: every match when there are at most cap of them,
-# else the newest.
+# word is stop-like (`t`, `plan.stop_df`) and the selective complete units (`s`),
+# when every match fits the cap (so that no order is needed): with fewer than two
+# complete units or no selective one, the messages holding every word, when the
+# rarest word's df is at most the cap (the stop-like cap when nothing is selective);
+# else the messages holding any selective unit, when their df sum is at most the cap.
+# Otherwise nothing: the plan reads its own statement.
 _DIRECT_UNITS: LiteralString = """, u AS (
     SELECT u.unit, min(g.df) AS df, string_agg(g.tsq, ' & ') AS tsq,
            count(g.i) = count(*) AS complete
@@ -487,10 +486,11 @@ _DIRECT_UNITS: LiteralString = """, u AS (
     SELECT CASE WHEN s.units < 2 OR s.selective = 0
                 THEN (SELECT string_agg(g.tsq, ' & ') FROM g)
                 ELSE s.any_unit END::tsquery AS tsq,
-           CASE WHEN s.units < 2 OR s.selective = 0
-                THEN CASE WHEN s.selective > 0 THEN %(cap)s
-                          ELSE least(%(cap)s, %(stop_cap)s) END
-                WHEN s.selective_df <= %(cap)s THEN %(cap)s
+           CASE WHEN (s.units >= 2 AND s.selective > 0) THEN
+                    CASE WHEN s.selective_df <= %(cap)s THEN %(cap)s ELSE 0 END
+                WHEN (SELECT min(g.df) FROM g) <= CASE WHEN s.selective > 0 THEN %(cap)s
+                                                       ELSE least(%(cap)s, %(stop_cap)s) END
+                THEN %(cap)s
                 ELSE 0 END AS rows
     FROM s
 )
@@ -746,9 +746,7 @@ def direct_candidates_sql(
         + _DIRECT_UNITS
         + _DIRECT_CANDIDATE_COLUMNS
         + _filter_sql(filters, "m")
-        + " AND m.tsv @@ (SELECT p.tsq FROM p) ORDER BY "
-        + NEWEST_FIRST
-        + " LIMIT (SELECT p.rows FROM p)"
+        + " AND m.tsv @@ (SELECT p.tsq FROM p) LIMIT (SELECT p.rows FROM p)"
     )
     params = _filter_params(filters)
     params.update(

@@ -20,6 +20,7 @@ from pgsearch.plan import (
     choose_expansions,
     direct_candidates_hold,
     direct_fields_hold,
+    group_df,
     is_direct,
     parse_query,
     plan_candidates,
@@ -62,10 +63,10 @@ def test_one_selective_word_is_read_whole_with_the_vocabulary() -> None:
     assert direct_candidates_hold(query, groups, plan, stats, SETTINGS_BIG, rows_read=40)
 
 
-def test_one_common_word_is_read_newest_first_as_the_plan_does() -> None:
+def test_the_newest_of_more_matches_than_the_cap_are_left_to_the_plan() -> None:
     query, groups, plan, stats = _setup("alpha", {"alpha": 4_000}, SETTINGS_BIG, 10_000)
     assert plan.strategy == "all_words_newest"
-    assert direct_candidates_hold(query, groups, plan, stats, SETTINGS_BIG, rows_read=250)
+    assert not direct_candidates_hold(query, groups, plan, stats, SETTINGS_BIG, rows_read=0)
 
 
 def test_selective_units_beyond_the_cap_are_not_read_directly() -> None:
@@ -90,14 +91,17 @@ def test_a_stop_like_unit_beside_others_is_not_read_directly() -> None:
     assert not direct_candidates_hold(query, groups, plan, stats, SMALL, rows_read=3)
 
 
-def test_stop_like_words_only_are_read_newest_first_under_the_stop_cap() -> None:
+def test_stop_like_words_are_read_directly_only_when_every_match_fits() -> None:
     query, groups, plan, stats = _setup("alpha_bravo", {"alpha": 400, "bravo": 8}, SMALL, 1_000)
     assert plan.strategy == "all_words" and plan.cap == SMALL.candidate_cap
     assert direct_candidates_hold(query, groups, plan, stats, SMALL, rows_read=8)
     query, groups, plan, stats = _setup("alpha bravo", {"alpha": 400, "bravo": 300}, SMALL, 1_000)
     assert plan.cap == SMALL.stop_candidate_cap and plan.stop_like == ("alpha", "bravo")
-    assert direct_candidates_hold(query, groups, plan, stats, SMALL, rows_read=4)
-    assert not direct_candidates_hold(query, groups, plan, stats, SMALL, rows_read=5)
+    assert plan.strategy == "all_words_newest"
+    assert not direct_candidates_hold(query, groups, plan, stats, SMALL, rows_read=0)
+    query, groups, plan, stats = _setup("alpha bravo", {"alpha": 400, "bravo": 3}, SMALL, 1_000)
+    assert plan.strategy == "any_unit"
+    assert direct_candidates_hold(query, groups, plan, stats, SMALL, rows_read=3)
 
 
 def test_prefix_and_typo_expansions_are_never_direct() -> None:
@@ -138,21 +142,22 @@ def _direct_rows(
     stats: SearchStats,
     config: Settings,
 ) -> list[int]:
-    """What the direct candidate statement returns (`queries._DIRECT_UNITS`); a
-    document's index is its time, so newest first is highest first."""
+    """What the direct candidate statement returns (`queries._DIRECT_UNITS`), in an
+    arbitrary order (document order here); a document's index is its time."""
     threshold = stop_df(stats.n_indexed, config)
     selective = [u for u in units if unit_df(u) < threshold]
     if len(units) < 2 or not selective:
-        limit = (
+        cap = (
             config.candidate_cap
             if selective
             else min(config.candidate_cap, config.stop_candidate_cap)
         )
+        limit = config.candidate_cap if min(map(group_df, all_groups)) <= cap else 0
         hits = [i for i, d in enumerate(docs) if _matches(d, all_groups)]
     else:
         limit = config.candidate_cap if sum(map(unit_df, selective)) <= config.candidate_cap else 0
         hits = [i for i, d in enumerate(docs) if any(_matches(d, u) for u in selective)]
-    return sorted(hits, reverse=True)[:limit]
+    return hits[:limit]
 
 
 def _plan_rows(docs: list[frozenset[str]], plan: CandidatePlan) -> list[int]:
@@ -204,4 +209,4 @@ def test_accepted_direct_rows_are_the_plans_whole_match_set(
     held = direct_candidates_hold(query, groups, plan, stats, config, len(direct))
     event(f"direct rows held: {held}")
     if held:
-        assert direct == _plan_rows(docs, plan)
+        assert sorted(direct) == sorted(_plan_rows(docs, plan))
