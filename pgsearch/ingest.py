@@ -404,6 +404,18 @@ def confine(path: Path, roots: Sequence[Path] | None) -> Path:
     return real
 
 
+def _named_formats(exc: IngestError) -> IngestError:
+    """A line of pgsearch's own format without a role: most likely the file is in no
+    format pgsearch reads, so the error says which ones it does."""
+    if not exc.reason.startswith("missing 'role'"):
+        return exc
+    return IngestError(
+        f"{exc.reason} (not a format pgsearch recognises; {adapters.known_formats()})",
+        path=exc.path,
+        line=exc.line,
+    )
+
+
 class Ingestor:
     """Writes entries through a `Store` under the indexing policy of `settings`."""
 
@@ -604,13 +616,7 @@ class Ingestor:
                 )
             )
         except IngestError as exc:
-            if exc.reason.startswith("missing 'role'"):
-                raise IngestError(
-                    f"{exc.reason} (not a format pgsearch recognises; {adapters.known_formats()})",
-                    path=exc.path,
-                    line=exc.line,
-                ) from None
-            raise
+            raise _named_formats(exc) from None
         lines = first_line + data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
         return entries, lines
 
@@ -667,13 +673,8 @@ class Ingestor:
         try:
             return adapter.parse(data, resume.start, resume.first_line, path=shown, header=header)
         except IngestError as exc:
-            if adapter.name == adapters.OPENAI and exc.reason.startswith("missing 'role'"):
-                # Not pgsearch's format after all: say what pgsearch reads.
-                raise IngestError(
-                    f"{exc.reason} (not a format pgsearch recognises; {adapters.known_formats()})",
-                    path=exc.path,
-                    line=exc.line,
-                ) from None
+            if adapter.name == adapters.OPENAI:
+                raise _named_formats(exc) from None
             raise
 
     @staticmethod
