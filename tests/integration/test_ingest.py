@@ -240,3 +240,16 @@ def test_paths_outside_roots_are_refused(pg: PgSearch, tmp_path: Path) -> None:
         pg.ingest_file(root / "link.jsonl", workspace="w", roots=[root])
     with pytest.raises(IngestError, match="outside the allowed roots"):
         pg.ingest_file(root / ".." / "outside.jsonl", workspace="w", roots=[root])
+
+
+def test_a_line_without_a_role_names_the_formats_pgsearch_reads(
+    pg: PgSearch, tmp_path: Path
+) -> None:
+    path = write_jsonl(tmp_path / "notes.jsonl", [{"role": "user", "content": "a"}, {"text": "b"}])
+    with pytest.raises(IngestError) as info:
+        pg.ingest_file(path, workspace="w", format="openai")
+    message = str(info.value)
+    assert message.startswith(f"{path}:2: missing 'role'"), message
+    assert "not a format pgsearch recognises" in message
+    assert "claude-code, codex, gemini and opencode" in message
+    assert pg.workspaces() == []
