@@ -1,4 +1,4 @@
-"""Agent logs as they really are, against the real server (issue 9's shapes).
+"""Agent logs as they really are, against the real server (the shapes real agents write).
 
 Every fixture is hand-written after the shapes of real files: Claude Code sessions
 with slash commands, queued prompts, IDE context, sidechains and sub-agent files,

@@ -61,7 +61,7 @@ def test_tool_error_when_marked_by_the_source() -> None:
 #: Every shape named in the hardening review, plus the shapes of the first version:
 #: (text, a part of the secret that must be gone).
 SECRETS = {
-    # keys joined by "_" (the issue's \b misses)
+    # keys joined by "_" (which a \b-bounded pattern misses)
     "DB_PASSWORD=": ("DB_PASSWORD=hunter2 ./run.sh", "hunter2"),
     "PGPASSWORD=": ("PGPASSWORD=s3cr3t-pg psql -h db", "s3cr3t-pg"),
     "POSTGRES_PASSWORD=": ("POSTGRES_PASSWORD=Tr0ub4dor docker compose up", "Tr0ub4dor"),
