@@ -239,7 +239,10 @@ def test_a_recovery_conflict_is_retried_on_another_node(nodes: Nodes) -> None:
             assert result == [1]
             (record,) = [u for u in units if u.context == "slow"]
             assert record.node == PRIMARY and record.attempts == 2, record
-            # A conflict says nothing against the standby: the next read goes there.
+            # A conflict says nothing against the standby: once it has replayed the
+            # lock (on a busy machine that can outlast the read-your-writes wait), the
+            # next read goes there.
+            nodes.wait_for_replay()
             with pg._driver.capture() as units:
                 assert pg.stats(workspace=WS).messages == 1
             assert [u.node for u in units] == [STANDBY]
