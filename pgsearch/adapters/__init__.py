@@ -20,23 +20,58 @@ pgsearch reads and, when it can tell, the program the file came from.
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import PurePath
-from typing import Any, Protocol
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from pgsearch.adapters import claude_code, codex, gemini, openai, opencode
-from pgsearch.adapters.common import FileHeader, LeafTitle, Parsed, SessionTitle, head_objects
 from pgsearch.errors import ConfigError, IngestError
 
+if TYPE_CHECKING:
+    from pgsearch.adapters.common import (
+        Adapter,
+        FileHeader,
+        HeaderFn,
+        LeafTitle,
+        Parsed,
+        ParseFn,
+        SessionTitle,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Format:
+    """A format in the registry: what is known of it without importing its adapter."""
+
+    name: str
+    #: The module that reads it; it exports ``ADAPTER`` and is imported on first use.
+    module: str
+    #: How `known_formats` names it.
+    label: str = ""
+
+
+#: Every format pgsearch reads. Detection tries them in this order (pgsearch's own
+#: format last, whatever its place here: it is what a line with a role is when no
+#: other format claims it). A new format is a module exporting ``ADAPTER`` plus one
+#: line here; nothing else names it. A command imports an adapter's module only when
+#: it reads a file in that format or detects a file's format.
+REGISTRY: tuple[Format, ...] = (
+    Format(name="openai", module="pgsearch.adapters.openai", label="openai (its own JSON Lines)"),
+    Format(name="claude-code", module="pgsearch.adapters.claude_code"),
+    Format(name="codex", module="pgsearch.adapters.codex"),
+    Format(name="gemini", module="pgsearch.adapters.gemini"),
+    Format(name="opencode", module="pgsearch.adapters.opencode"),
+)
+
 AUTO = "auto"
-OPENAI = openai.NAME
-CLAUDE_CODE = claude_code.NAME
-CODEX = codex.NAME
-GEMINI = gemini.NAME
-OPENCODE = opencode.NAME
-FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE)
+OPENAI = "openai"
+CLAUDE_CODE = "claude-code"
+CODEX = "codex"
+GEMINI = "gemini"
+OPENCODE = "opencode"
+FORMATS = tuple(f.name for f in REGISTRY)
 #: Choices of ``pgsearch ingest --format``.
 FORMAT_CHOICES = (AUTO, *FORMATS)
 #: Lines looked at to recognise a file's format.
@@ -44,71 +79,42 @@ DETECT_LINES = 20
 #: The largest file whose whole text is decoded to recognise a JSON document.
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
-
-class HeaderFn(Protocol):
-    def __call__(
-        self, data: bytes, *, default_session: str, path: PurePath | None = ...
-    ) -> FileHeader: ...
+_BY_NAME = {f.name: f for f in REGISTRY}
 
 
-class ParseFn(Protocol):
-    def __call__(
-        self, data: bytes, start: int, first_line: int, *, path: str, header: FileHeader
-    ) -> Parsed: ...
+def adapter(name: str) -> Adapter:
+    """The adapter of format `name` (its module imported on first use); `KeyError`
+    for a name not in the registry."""
+    entry = _BY_NAME[name]
+    found: Adapter = importlib.import_module(entry.module).ADAPTER
+    if found.name != name:
+        raise AssertionError(f"{entry.module} exports the adapter of {found.name!r}")
+    return found
 
 
-@dataclass(frozen=True, kw_only=True)
-class Adapter:
-    name: str
-    #: The mapping's version: a file recorded with another is read again whole.
-    version: int
-    header: HeaderFn
-    parse: ParseFn
-    #: ``seq`` is the line number (pgsearch's format) rather than assigned per session.
-    seq_from_line: bool = False
-    #: Whether a file is a document, read whole on every change (else lines, read on).
-    is_document: Callable[[bytes], bool] = lambda data: False
-    #: Whether the format names sessions through another session's messages
-    #: (`LeafTitle`), which the ingestor resolves.
-    leaf_titles: bool = False
+class _Adapters(Mapping[str, "Adapter"]):
+    """The registry as a mapping from name to adapter, each imported when looked up."""
 
-    @property
-    def parser(self) -> str:
-        """What `ingested_files.parser` records: ``name/version``."""
-        return f"{self.name}/{self.version}"
+    def __getitem__(self, name: str) -> Adapter:
+        return adapter(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(FORMATS)
+
+    def __len__(self) -> int:
+        return len(FORMATS)
 
 
-ADAPTERS = {
-    OPENAI: Adapter(
-        name=OPENAI,
-        version=openai.VERSION,
-        header=openai.header,
-        parse=openai.parse,
-        seq_from_line=True,
-    ),
-    CLAUDE_CODE: Adapter(
-        name=CLAUDE_CODE,
-        version=claude_code.VERSION,
-        header=claude_code.header,
-        parse=claude_code.parse,
-        leaf_titles=True,
-    ),
-    CODEX: Adapter(name=CODEX, version=codex.VERSION, header=codex.header, parse=codex.parse),
-    GEMINI: Adapter(
-        name=GEMINI,
-        version=gemini.VERSION,
-        header=gemini.header,
-        parse=gemini.parse,
-        is_document=gemini.is_document,
-    ),
-    OPENCODE: Adapter(
-        name=OPENCODE,
-        version=opencode.VERSION,
-        header=opencode.header,
-        parse=opencode.parse,
-        is_document=lambda data: True,
-    ),
-}
+ADAPTERS: Mapping[str, Adapter] = _Adapters()
+
+#: Names the adapters' shared types are reached by here, loaded when first used.
+_COMMON = ("Adapter", "FileHeader", "HeaderFn", "LeafTitle", "ParseFn", "Parsed", "SessionTitle")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _COMMON:
+        return getattr(importlib.import_module("pgsearch.adapters.common"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- files from programs pgsearch does not read: said so, by name ------------------
@@ -176,7 +182,8 @@ def _resembles(objects: list[Any]) -> str | None:
 
 
 def _known() -> str:
-    return "pgsearch reads openai (its own JSON Lines), claude-code, codex, gemini and opencode"
+    names = [f.label or f.name for f in REGISTRY]
+    return f"pgsearch reads {', '.join(names[:-1])} and {names[-1]}"
 
 
 def _document(data: bytes) -> Any:
@@ -188,15 +195,18 @@ def _document(data: bytes) -> Any:
         return None
 
 
+@cache
+def _detectors() -> tuple[Adapter, ...]:
+    """The adapters that recognise their own lines, in registry order (imported now)."""
+    found = (adapter(entry.name) for entry in REGISTRY)
+    return tuple(a for a in found if a.looks_like_line is not None)
+
+
 def _line_format(obj: dict[str, Any]) -> str | None:
-    if codex.looks_like(obj):
-        return CODEX
-    if claude_code.looks_like(obj):
-        return CLAUDE_CODE
-    if gemini.looks_like_line(obj):
-        return GEMINI
-    if opencode.looks_like_document(obj):
-        return OPENCODE
+    for found in _detectors():
+        assert found.looks_like_line is not None
+        if found.looks_like_line(obj):
+            return found.name
     if "role" in obj and not _resembles([obj]):
         return OPENAI
     return None
@@ -209,6 +219,8 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
     that does resemble another program's files is an `IngestError` saying which
     formats pgsearch reads and what the file looks like.
     """
+    from pgsearch.adapters.common import head_objects
+
     heads = list(head_objects(data, DETECT_LINES))
     for obj in heads:
         fmt = _line_format(obj)
@@ -217,10 +229,9 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
     if not heads:
         doc = _document(data)
         if doc is not None:
-            if gemini.looks_like_document(doc):
-                return GEMINI
-            if opencode.looks_like_document(doc):
-                return OPENCODE
+            for found in _detectors():
+                if found.looks_like_document(doc):
+                    return found.name
             heads = [doc] if isinstance(doc, dict) else list(doc[:DETECT_LINES])
     what = _resembles(heads)
     if what is not None:
@@ -242,6 +253,8 @@ def resembles(data: bytes) -> str:
         fmt = detect_format(data)
     except IngestError as exc:
         return exc.reason.split("this looks like ", 1)[-1].split(";", 1)[0]
+    from pgsearch.adapters.common import head_objects
+
     heads = list(head_objects(data, DETECT_LINES))
     if fmt == OPENAI and not any("role" in h for h in heads):
         if not heads and not data.strip():
@@ -274,11 +287,16 @@ __all__ = [
     "GEMINI",
     "OPENAI",
     "OPENCODE",
+    "REGISTRY",
     "Adapter",
     "FileHeader",
+    "Format",
+    "HeaderFn",
     "LeafTitle",
+    "ParseFn",
     "Parsed",
     "SessionTitle",
+    "adapter",
     "detect_format",
     "known_formats",
     "resembles",
