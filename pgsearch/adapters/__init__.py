@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Protocol
 
-from pgsearch.adapters import claude_code, codex, gemini, openai, opencode
+from pgsearch.adapters import claude_code, codex, copilot_cli, gemini, openai, opencode
 from pgsearch.adapters.common import FileHeader, LeafTitle, Parsed, SessionTitle, head_objects
 from pgsearch.errors import ConfigError, IngestError
 
@@ -36,7 +36,8 @@ CLAUDE_CODE = claude_code.NAME
 CODEX = codex.NAME
 GEMINI = gemini.NAME
 OPENCODE = opencode.NAME
-FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE)
+COPILOT_CLI = copilot_cli.NAME
+FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE, COPILOT_CLI)
 #: Choices of ``pgsearch ingest --format``.
 FORMAT_CHOICES = (AUTO, *FORMATS)
 #: Lines looked at to recognise a file's format.
@@ -71,6 +72,10 @@ class Adapter:
     #: Whether the format names sessions through another session's messages
     #: (`LeafTitle`), which the ingestor resolves.
     leaf_titles: bool = False
+    #: Where the agent keeps its logs by default: paths relative to the home
+    #: directory (globs allowed), or starting with ``$VAR`` for the directory an
+    #: environment variable names, used when it is set.
+    locations: tuple[str, ...] = ()
 
     @property
     def parser(self) -> str:
@@ -108,6 +113,13 @@ ADAPTERS = {
         parse=opencode.parse,
         is_document=lambda data: True,
     ),
+    COPILOT_CLI: Adapter(
+        name=COPILOT_CLI,
+        version=copilot_cli.VERSION,
+        header=copilot_cli.header,
+        parse=copilot_cli.parse,
+        locations=copilot_cli.LOCATIONS,
+    ),
 }
 
 
@@ -120,15 +132,6 @@ def _is(obj: dict[str, Any], *keys: str) -> bool:
 
 #: (what the file is, test on one decoded line).
 _RESEMBLES: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
-    (
-        "a GitHub Copilot CLI session (events.jsonl)",
-        lambda o: (
-            isinstance(o.get("type"), str)
-            and o["type"].split(".")[0] in ("session", "user", "assistant", "tool")
-            and "." in o["type"]
-            and "data" in o
-        ),
-    ),
     (
         "a Pi coding agent session",
         lambda o: (
@@ -176,7 +179,8 @@ def _resembles(objects: list[Any]) -> str | None:
 
 
 def _known() -> str:
-    return "pgsearch reads openai (its own JSON Lines), claude-code, codex, gemini and opencode"
+    *first, last = FORMATS[1:]
+    return f"pgsearch reads openai (its own JSON Lines), {', '.join(first)} and {last}"
 
 
 def _document(data: bytes) -> Any:
@@ -188,15 +192,21 @@ def _document(data: bytes) -> Any:
         return None
 
 
+#: Line formats in the order their tests run on a decoded line: a more specific
+#: test before a more general one that would also accept the line.
+_LINE_TESTS: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
+    (CODEX, codex.looks_like),
+    (COPILOT_CLI, copilot_cli.looks_like),
+    (CLAUDE_CODE, claude_code.looks_like),
+    (GEMINI, gemini.looks_like_line),
+    (OPENCODE, opencode.looks_like_document),
+)
+
+
 def _line_format(obj: dict[str, Any]) -> str | None:
-    if codex.looks_like(obj):
-        return CODEX
-    if claude_code.looks_like(obj):
-        return CLAUDE_CODE
-    if gemini.looks_like_line(obj):
-        return GEMINI
-    if opencode.looks_like_document(obj):
-        return OPENCODE
+    for name, test in _LINE_TESTS:
+        if test(obj):
+            return name
     if "role" in obj and not _resembles([obj]):
         return OPENAI
     return None
@@ -269,6 +279,7 @@ __all__ = [
     "AUTO",
     "CLAUDE_CODE",
     "CODEX",
+    "COPILOT_CLI",
     "FORMATS",
     "FORMAT_CHOICES",
     "GEMINI",

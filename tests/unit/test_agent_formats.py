@@ -1,0 +1,101 @@
+"""The agents added after the first four, without a database: detection, the mapping
+to kinds, tool errors, titles, sub-agents and the per-line policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgsearch import adapters
+from pgsearch.adapters import Parsed
+from pgsearch.messages import Entry
+from tests.agent_cases import CASES, COPILOT_SID, Case
+
+LINE_CASES = [c for c in CASES if not adapters.ADAPTERS[c.format].is_document(c.path.read_bytes())]
+
+
+def parse_all(path: Path, start: int = 0, first_line: int = 0, data: bytes | None = None) -> Parsed:
+    data = path.read_bytes() if data is None else data
+    adapter = adapters.ADAPTERS[adapters.detect_format(data, path=str(path))]
+    header = adapter.header(data, default_session=path.stem, path=path)
+    return adapter.parse(data, start, first_line, path=str(path), header=header)
+
+
+def shape(entries: list[Entry]) -> list[tuple[str, str, str, str | None]]:
+    return [(e.session_id, e.role, e.kind, e.tool_name) for e in entries]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_each_agent_is_detected_without_a_format_and_names_its_session(case: Case) -> None:
+    data = case.path.read_bytes()
+    assert adapters.detect_format(data, path=str(case.path)) == case.format
+    header = adapters.ADAPTERS[case.format].header(
+        data, default_session=case.path.stem, path=case.path
+    )
+    assert header.session_id == case.session_id
+    assert header.cwd == case.cwd
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_each_agent_maps_prompts_tool_errors_titles_and_sub_agents(case: Case) -> None:
+    parsed = parse_all(case.path)
+    assert parsed.problems == []
+    mine = [e for e in parsed.entries if e.session_id == case.session_id]
+    users = " ".join(e.content.lower() for e in mine if e.kind == "user_text")
+    assert case.user_word in users
+    errors = [e for e in parsed.entries if e.kind == "tool_error"]
+    assert any(e.tool_name == case.error_tool for e in errors)
+    assert all(e.role == "tool" for e in errors)
+    calls = [e for e in parsed.entries if e.kind == "tool_input"]
+    assert calls and all(e.tool_name and e.arguments.startswith(e.tool_name) for e in calls)
+    assert all(e.created_at is not None for e in parsed.entries)
+    if case.title is not None:
+        assert parsed.titles[case.session_id].title == case.title
+    if case.child_session is not None:
+        assert parsed.parents[case.child_session] == case.session_id
+        child = [e for e in parsed.entries if e.session_id == case.child_session]
+        assert child and all(e.role != "user" for e in child)  # nobody typed into it
+        assert case.child_word in " ".join(e.content for e in child)
+
+
+@pytest.mark.parametrize("case", LINE_CASES, ids=lambda c: c.id)
+def test_a_torn_last_line_waits_and_the_rest_reads_the_same_from_any_line(case: Case) -> None:
+    data = case.path.read_bytes()
+    assert not data.endswith(b"\n")  # each fixture ends in a line still being written
+    whole = parse_all(case.path)
+    assert whole.problems == [] and whole.consumed == data.rfind(b"\n") + 1
+    lines = data[: whole.consumed].split(b"\n")
+    for cut in range(1, len(lines) - 1):
+        start = sum(len(line) + 1 for line in lines[:cut])
+        tail = parse_all(case.path, start, cut)
+        assert shape(tail.entries) == shape(whole.entries[len(whole.entries) - len(tail.entries) :])
+
+
+def test_copilot_cli_events_map_to_kinds_tools_and_sub_agents() -> None:
+    [case] = [c for c in CASES if c.format == "copilot-cli"]
+    parsed = parse_all(case.path)
+    sub = f"{COPILOT_SID}/agent-call_task_31"
+    assert [(e.session_id == sub, e.role, e.kind, e.tool_name) for e in parsed.entries] == [
+        (False, "system", "system", None),  # folder trust notice
+        (False, "user", "user_text", None),
+        (False, "assistant", "assistant_text", None),
+        (False, "assistant", "tool_input", "bash"),
+        (False, "tool", "tool_output", "bash"),
+        (False, "assistant", "assistant_text", None),
+        (False, "assistant", "tool_input", "bash"),
+        (False, "tool", "tool_error", "bash"),  # success: false
+        (False, "assistant", "tool_input", "task"),
+        (True, "assistant", "assistant_text", None),
+        (True, "assistant", "tool_input", "view"),
+        (True, "tool", "tool_error", "view"),
+        (True, "assistant", "assistant_text", None),
+        (False, "tool", "tool_output", "task"),
+        (False, "assistant", "assistant_text", None),
+        (False, "system", "system", None),  # abort
+        (False, "system", "system", None),  # session.error
+    ]
+    user = parsed.entries[1]
+    assert user.content.endswith("[file: charts.py]")
+    assert parsed.titles[sub].title == "Explore agent" and parsed.titles[sub].auto
+    assert parsed.unknown == {"session.snapshot_rewind": 1}  # a newer event type, counted
