@@ -34,6 +34,8 @@ class Case:
 
 
 COPILOT_SID = "6d1f0c2e-93a4-4b7e-8c15-2f9e0a7b3d48"
+PI_SID = "019c44a1-7e2b-7d90-b3f4-5a6c7d8e9f01"
+OPENCLAW_SID = "3b0e6f52-2c71-4d89-a0b4-97e1c5d2f6a8"
 
 CASES = (
     Case(
@@ -47,5 +49,35 @@ CASES = (
         child_session=f"{COPILOT_SID}/agent-call_task_31",
         child_word="almanac",
         cwd="/home/dev/projects/tidepool",
+    ),
+    Case(
+        format="pi",
+        path=FIXTURES
+        / "pi"
+        / "sessions"
+        / "--home-dev-projects-quill--"
+        / f"2026-03-02T10-14-07-512Z_{PI_SID}.jsonl",
+        session_id=PI_SID,
+        user_word="exporter drops footnotes",
+        error_words="test_footnote_with_code missing",
+        error_tool="bash",
+        title="Footnotes with inline code",
+        cwd="/home/dev/projects/quill",
+    ),
+    Case(
+        format="openclaw",
+        path=FIXTURES
+        / "openclaw"
+        / ".openclaw"
+        / "agents"
+        / "main"
+        / "sessions"
+        / f"{OPENCLAW_SID}.jsonl",
+        session_id=OPENCLAW_SID,
+        user_word="greenhouse",
+        error_words="permission denied sensors.log",
+        error_tool="read",
+        title="Greenhouse sensor cron",
+        cwd="/home/dev/.openclaw/workspace",
     ),
 )

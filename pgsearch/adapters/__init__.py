@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Protocol
 
-from pgsearch.adapters import claude_code, codex, copilot_cli, gemini, openai, opencode
+from pgsearch.adapters import claude_code, codex, copilot_cli, gemini, openai, opencode, pi
 from pgsearch.adapters.common import FileHeader, LeafTitle, Parsed, SessionTitle, head_objects
 from pgsearch.errors import ConfigError, IngestError
 
@@ -37,7 +37,9 @@ CODEX = codex.NAME
 GEMINI = gemini.NAME
 OPENCODE = opencode.NAME
 COPILOT_CLI = copilot_cli.NAME
-FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE, COPILOT_CLI)
+PI = pi.NAME
+OPENCLAW = pi.OPENCLAW
+FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE, COPILOT_CLI, PI, OPENCLAW)
 #: Choices of ``pgsearch ingest --format``.
 FORMAT_CHOICES = (AUTO, *FORMATS)
 #: Lines looked at to recognise a file's format.
@@ -120,6 +122,16 @@ ADAPTERS = {
         parse=copilot_cli.parse,
         locations=copilot_cli.LOCATIONS,
     ),
+    PI: Adapter(
+        name=PI, version=pi.VERSION, header=pi.header, parse=pi.parse, locations=pi.LOCATIONS
+    ),
+    OPENCLAW: Adapter(
+        name=OPENCLAW,
+        version=pi.VERSION,
+        header=pi.header,
+        parse=pi.parse,
+        locations=pi.OPENCLAW_LOCATIONS,
+    ),
 }
 
 
@@ -132,17 +144,6 @@ def _is(obj: dict[str, Any], *keys: str) -> bool:
 
 #: (what the file is, test on one decoded line).
 _RESEMBLES: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
-    (
-        "a Pi coding agent session",
-        lambda o: (
-            (o.get("type") == "session" and _is(o, "id", "cwd"))
-            or (
-                o.get("type") == "message"
-                and isinstance(o.get("message"), dict)
-                and o["message"].get("role") in ("user", "assistant", "toolResult")
-            )
-        ),
-    ),
     (
         "a Kimi CLI context file",
         lambda o: isinstance(o.get("role"), str) and o["role"].startswith("_"),
@@ -197,6 +198,7 @@ def _document(data: bytes) -> Any:
 _LINE_TESTS: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
     (CODEX, codex.looks_like),
     (COPILOT_CLI, copilot_cli.looks_like),
+    (PI, pi.looks_like),
     (CLAUDE_CODE, claude_code.looks_like),
     (GEMINI, gemini.looks_like_line),
     (OPENCODE, opencode.looks_like_document),
@@ -222,6 +224,8 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
     heads = list(head_objects(data, DETECT_LINES))
     for obj in heads:
         fmt = _line_format(obj)
+        if fmt == PI and pi.is_openclaw(path):
+            return OPENCLAW  # OpenClaw writes Pi's format; its directory tells them apart
         if fmt is not None:
             return fmt
     if not heads:
@@ -284,7 +288,9 @@ __all__ = [
     "FORMAT_CHOICES",
     "GEMINI",
     "OPENAI",
+    "OPENCLAW",
     "OPENCODE",
+    "PI",
     "Adapter",
     "FileHeader",
     "LeafTitle",

@@ -524,11 +524,12 @@ class LineEntries:
         **fields: Any,
     ) -> None:
         """A tool result: `policy.tool_result_kind` tells an error from output (a search
-        that found nothing is not one); an empty failed result reads ``[failed]``."""
+        that found nothing is not one); an empty failed result reads ``[exit code N]``
+        or ``[failed]``."""
         if not output.strip():
-            if not marked:
-                return
-            output = "[failed]"
+            if not marked or policy.is_search_miss(command, exit_code, ""):
+                return  # nothing to show, and nothing failed
+            output = f"[exit code {exit_code}]" if exit_code else "[failed]"
         if exit_code is None:
             exit_code = exit_code_in(output)
         kind = policy.tool_result_kind(output, marked=marked, command=command, exit_code=exit_code)

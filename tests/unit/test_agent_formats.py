@@ -99,3 +99,35 @@ def test_copilot_cli_events_map_to_kinds_tools_and_sub_agents() -> None:
     assert user.content.endswith("[file: charts.py]")
     assert parsed.titles[sub].title == "Explore agent" and parsed.titles[sub].auto
     assert parsed.unknown == {"session.snapshot_rewind": 1}  # a newer event type, counted
+
+
+def test_pi_keeps_every_branch_and_maps_shell_commands_and_summaries() -> None:
+    [case] = [c for c in CASES if c.format == "pi"]
+    parsed = parse_all(case.path)
+    assert [(e.role, e.kind, e.tool_name) for e in parsed.entries] == [
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),  # the thinking block is not stored
+        ("assistant", "tool_input", "read"),
+        ("tool", "tool_output", "read"),
+        ("assistant", "assistant_text", None),
+        ("assistant", "tool_input", "bash"),
+        ("tool", "tool_error", "bash"),  # isError
+        ("user", "user_text", None),  # ! rg … typed by the person
+        ("system", "summary", None),  # compaction
+        ("system", "summary", None),  # the abandoned branch's summary
+        ("user", "user_text", None),  # the new branch, from the first prompt
+        ("assistant", "assistant_text", None),
+    ]
+    entries = parsed.entries
+    assert entries[7].content == "! rg -n 'footnote_code' docs/"  # rg found nothing: no error
+    assert entries[10].extra is not None and entries[10].extra["parent_id"] == "4a06b82b"
+    assert entries[8].summary is not None and "FOOTNOTE_RE" in entries[8].summary
+    assert parsed.unknown == {"checkpoint": 1}
+
+
+def test_openclaw_is_told_from_pi_by_where_it_lives(tmp_path: Path) -> None:
+    [case] = [c for c in CASES if c.format == "openclaw"]
+    data = case.path.read_bytes()
+    assert adapters.detect_format(data, path=str(case.path)) == "openclaw"
+    moved = tmp_path / "elsewhere.jsonl"
+    assert adapters.detect_format(data, path=str(moved)) == "pi"
