@@ -491,7 +491,6 @@ def test_opencode_exports_map_to_kinds_tools_and_times() -> None:
 @pytest.mark.parametrize(
     ("line", "resembles"),
     [
-        ({"type": "session", "version": 3, "id": "p1", "cwd": "/x", "timestamp": "t"}, "Pi"),
         ({"role": "_checkpoint", "id": 0}, "Kimi CLI"),
         (
             {"display": "fix the tests", "pastedContents": {}, "timestamp": 1, "project": "/x"},
