@@ -26,7 +26,16 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Protocol
 
-from pgsearch.adapters import claude_code, codex, copilot_cli, gemini, openai, opencode, pi
+from pgsearch.adapters import (
+    claude_code,
+    codex,
+    copilot_cli,
+    gemini,
+    kimi,
+    openai,
+    opencode,
+    pi,
+)
 from pgsearch.adapters.common import FileHeader, LeafTitle, Parsed, SessionTitle, head_objects
 from pgsearch.errors import ConfigError, IngestError
 
@@ -39,7 +48,8 @@ OPENCODE = opencode.NAME
 COPILOT_CLI = copilot_cli.NAME
 PI = pi.NAME
 OPENCLAW = pi.OPENCLAW
-FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE, COPILOT_CLI, PI, OPENCLAW)
+KIMI = kimi.NAME
+FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE, COPILOT_CLI, PI, OPENCLAW, KIMI)
 #: Choices of ``pgsearch ingest --format``.
 FORMAT_CHOICES = (AUTO, *FORMATS)
 #: Lines looked at to recognise a file's format.
@@ -132,6 +142,13 @@ ADAPTERS = {
         parse=pi.parse,
         locations=pi.OPENCLAW_LOCATIONS,
     ),
+    KIMI: Adapter(
+        name=KIMI,
+        version=kimi.VERSION,
+        header=kimi.header,
+        parse=kimi.parse,
+        locations=kimi.LOCATIONS,
+    ),
 }
 
 
@@ -145,7 +162,7 @@ def _is(obj: dict[str, Any], *keys: str) -> bool:
 #: (what the file is, test on one decoded line).
 _RESEMBLES: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
     (
-        "a Kimi CLI context file",
+        "a Kimi CLI context file; its session is the wire.jsonl beside it",
         lambda o: isinstance(o.get("role"), str) and o["role"].startswith("_"),
     ),
     (
@@ -199,6 +216,7 @@ _LINE_TESTS: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
     (CODEX, codex.looks_like),
     (COPILOT_CLI, copilot_cli.looks_like),
     (PI, pi.looks_like),
+    (KIMI, kimi.looks_like),
     (CLAUDE_CODE, claude_code.looks_like),
     (GEMINI, gemini.looks_like_line),
     (OPENCODE, opencode.looks_like_document),
@@ -287,6 +305,7 @@ __all__ = [
     "FORMATS",
     "FORMAT_CHOICES",
     "GEMINI",
+    "KIMI",
     "OPENAI",
     "OPENCLAW",
     "OPENCODE",

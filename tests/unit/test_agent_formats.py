@@ -131,3 +131,39 @@ def test_openclaw_is_told_from_pi_by_where_it_lives(tmp_path: Path) -> None:
     assert adapters.detect_format(data, path=str(case.path)) == "openclaw"
     moved = tmp_path / "elsewhere.jsonl"
     assert adapters.detect_format(data, path=str(moved)) == "pi"
+
+
+def test_kimi_cli_sub_agent_events_form_a_session_and_its_copy_is_not_stored() -> None:
+    [case] = [c for c in CASES if c.id == "kimi-cli"]
+    parsed = parse_all(case.path)
+    sub = f"{case.session_id}/agent-7f2c"
+    child = [(e.role, e.kind, e.tool_name) for e in parsed.entries if e.session_id == sub]
+    assert child == [
+        ("assistant", "assistant_text", None),  # the prompt, from the parent agent
+        ("assistant", "tool_input", "ReadFile"),
+        ("tool", "tool_output", "ReadFile"),
+        ("assistant", "assistant_text", None),
+    ]
+    kinds = [(e.role, e.kind) for e in parsed.entries if e.session_id == case.session_id]
+    assert kinds[-2:] == [("user", "user_text"), ("assistant", "assistant_text")]  # /btw
+    assert parsed.unknown == {"McpOAuthPrompt": 1}
+    copy = case.path.parent / "subagents" / "agent-7f2c" / "wire.jsonl"
+    again = parse_all(copy)
+    assert (again.entries, again.recognised) == ([], 1)
+
+
+def test_kimi_code_agents_other_than_main_are_sub_agent_sessions() -> None:
+    from tests.agent_cases import KIMI_CODE_AGENTS, KIMI_CODE_SID
+
+    main = parse_all(KIMI_CODE_AGENTS / "main" / "wire.jsonl")
+    assert [e.kind for e in main.entries].count("user_text") == 1  # the prompt, once
+    assert main.unknown == {"context.append_loop_event/artifact.preview": 1}
+    path = KIMI_CODE_AGENTS / "agent-0" / "wire.jsonl"
+    child = parse_all(path)
+    sub = f"{KIMI_CODE_SID}/agent-0"
+    assert child.parents == {sub: KIMI_CODE_SID}
+    assert next((e.session_id, e.role, e.kind) for e in child.entries) == (
+        sub,
+        "assistant",
+        "assistant_text",
+    )
