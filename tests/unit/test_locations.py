@@ -56,7 +56,5 @@ def test_default_locations_found_under_a_home(tmp_path: Path) -> None:
         custom / "sessions",
     )
     assert by_pattern[(adapters.GEMINI, "${GEMINI_CLI_HOME:-~}/.gemini/tmp")] == ()
-    opencode = by_pattern[
-        (adapters.OPENCODE, "${XDG_DATA_HOME:-~/.local/share}/opencode/storage")
-    ]
+    opencode = by_pattern[(adapters.OPENCODE, "${XDG_DATA_HOME:-~/.local/share}/opencode/storage")]
     assert opencode == ()
