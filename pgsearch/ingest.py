@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -60,6 +59,7 @@ from pgsearch.sources import (
     read_source,
 )
 from pgsearch.types import MAX_ID_CHARS
+from pgsearch.userconfig import project_of
 from pgsearch.validate import check_workspace
 
 log = logging.getLogger(__name__)
@@ -337,15 +337,6 @@ def check_format(format: str) -> str:
 
 #: Bytes read from the head of a line-format file to find its working directory.
 _HEAD_BYTES = 1 << 20
-#: A Claude Code worktree of a project (``claude --worktree``, sub-agents in
-#: ``isolation: worktree``): its sessions belong to the project.
-_WORKTREE_RE = re.compile(r"^(.+?)[/\\]\.claude[/\\]worktrees[/\\][^/\\]+(?:[/\\].*)?$")
-
-
-def project_of(cwd: str) -> str:
-    """The project a working directory belongs to (a worktree maps to its project)."""
-    match = _WORKTREE_RE.match(cwd)
-    return match.group(1) if match else cwd
 
 
 def workspace_of(

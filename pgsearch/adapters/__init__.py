@@ -21,9 +21,9 @@ pgsearch reads and, when it can tell, the program the file came from.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from pgsearch.adapters import (
@@ -38,6 +38,7 @@ from pgsearch.adapters import (
 )
 from pgsearch.adapters.common import FileHeader, LeafTitle, Parsed, SessionTitle, head_objects
 from pgsearch.errors import ConfigError, IngestError
+from pgsearch.locations import existing
 
 AUTO = "auto"
 OPENAI = openai.NAME
@@ -84,9 +85,11 @@ class Adapter:
     #: Whether the format names sessions through another session's messages
     #: (`LeafTitle`), which the ingestor resolves.
     leaf_titles: bool = False
-    #: Where the agent keeps its logs by default: paths relative to the home
-    #: directory (globs allowed), or starting with ``$VAR`` for the directory an
-    #: environment variable names, used when it is set.
+    #: The agent's name as people know it (``Claude Code``); empty for pgsearch's own.
+    label: str = ""
+    #: Where the agent keeps its session logs by default, read by ``pgsearch ingest``
+    #: with no path: ``~/...`` paths, ``${VAR:-default}`` for the directory override
+    #: the agent honours, globs allowed (`pgsearch.locations`).
     locations: tuple[str, ...] = ()
 
     @property
@@ -109,14 +112,28 @@ ADAPTERS = {
         header=claude_code.header,
         parse=claude_code.parse,
         leaf_titles=True,
+        label="Claude Code",
+        locations=("${CLAUDE_CONFIG_DIR:-~/.claude}/projects",),
     ),
-    CODEX: Adapter(name=CODEX, version=codex.VERSION, header=codex.header, parse=codex.parse),
+    CODEX: Adapter(
+        name=CODEX,
+        version=codex.VERSION,
+        header=codex.header,
+        parse=codex.parse,
+        label="Codex CLI",
+        locations=(
+            "${CODEX_HOME:-~/.codex}/sessions",
+            "${CODEX_HOME:-~/.codex}/archived_sessions",
+        ),
+    ),
     GEMINI: Adapter(
         name=GEMINI,
         version=gemini.VERSION,
         header=gemini.header,
         parse=gemini.parse,
         is_document=gemini.is_document,
+        label="Gemini CLI",
+        locations=("${GEMINI_CLI_HOME:-~}/.gemini/tmp",),
     ),
     OPENCODE: Adapter(
         name=OPENCODE,
@@ -124,22 +141,31 @@ ADAPTERS = {
         header=opencode.header,
         parse=opencode.parse,
         is_document=lambda data: True,
+        label="OpenCode",
+        locations=("${XDG_DATA_HOME:-~/.local/share}/opencode/storage",),
     ),
     COPILOT_CLI: Adapter(
         name=COPILOT_CLI,
         version=copilot_cli.VERSION,
         header=copilot_cli.header,
         parse=copilot_cli.parse,
+        label=copilot_cli.LABEL,
         locations=copilot_cli.LOCATIONS,
     ),
     PI: Adapter(
-        name=PI, version=pi.VERSION, header=pi.header, parse=pi.parse, locations=pi.LOCATIONS
+        name=PI,
+        version=pi.VERSION,
+        header=pi.header,
+        parse=pi.parse,
+        label=pi.LABEL,
+        locations=pi.LOCATIONS,
     ),
     OPENCLAW: Adapter(
         name=OPENCLAW,
         version=pi.VERSION,
         header=pi.header,
         parse=pi.parse,
+        label=pi.OPENCLAW_LABEL,
         locations=pi.OPENCLAW_LOCATIONS,
     ),
     KIMI: Adapter(
@@ -147,9 +173,38 @@ ADAPTERS = {
         version=kimi.VERSION,
         header=kimi.header,
         parse=kimi.parse,
+        label=kimi.LABEL,
         locations=kimi.LOCATIONS,
     ),
 }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogLocation:
+    """One default log location of an agent, and what exists there on this machine."""
+
+    format: str
+    label: str
+    #: The location as declared (`Adapter.locations`).
+    pattern: str
+    #: The directories or files it names that exist (none: the agent is not used here).
+    paths: tuple[Path, ...]
+
+
+def default_locations(
+    environ: Mapping[str, str] | None = None, home: Path | None = None
+) -> list[LogLocation]:
+    """Every adapter's default log locations, with what exists of each, in registry order."""
+    return [
+        LogLocation(
+            format=adapter.name,
+            label=adapter.label or adapter.name,
+            pattern=pattern,
+            paths=tuple(existing(pattern, environ, home)),
+        )
+        for adapter in ADAPTERS.values()
+        for pattern in adapter.locations
+    ]
 
 
 # --- files from programs pgsearch does not read: said so, by name ------------------
@@ -313,8 +368,10 @@ __all__ = [
     "Adapter",
     "FileHeader",
     "LeafTitle",
+    "LogLocation",
     "Parsed",
     "SessionTitle",
+    "default_locations",
     "detect_format",
     "known_formats",
     "resembles",

@@ -52,8 +52,9 @@ from pgsearch.messages import Entry
 
 NAME = "copilot-cli"
 VERSION = 1
+LABEL = "GitHub Copilot CLI"
 #: Where Copilot CLI keeps sessions (``COPILOT_HOME`` moves ``~/.copilot``).
-LOCATIONS = (".copilot/session-state", "$COPILOT_HOME/session-state")
+LOCATIONS = ("${COPILOT_HOME:-~/.copilot}/session-state",)
 #: Event types with conversation text or session facts.
 _TEXT_EVENTS = frozenset(
     {

@@ -61,12 +61,8 @@ NAME = "kimi"
 VERSION = 1
 #: Where Kimi CLI (``KIMI_SHARE_DIR`` moves ``~/.kimi``) and Kimi Code
 #: (``KIMI_CODE_HOME`` moves ``~/.kimi-code``) keep sessions.
-LOCATIONS = (
-    ".kimi/sessions",
-    "$KIMI_SHARE_DIR/sessions",
-    ".kimi-code/sessions",
-    "$KIMI_CODE_HOME/sessions",
-)
+LOCATIONS = ("${KIMI_SHARE_DIR:-~/.kimi}/sessions", "${KIMI_CODE_HOME:-~/.kimi-code}/sessions")
+LABEL = "Kimi CLI"
 #: Kimi CLI event types without conversation text.
 _CLI_BOOKKEEPING = frozenset(
     {

@@ -60,14 +60,15 @@ from pgsearch.messages import Entry
 NAME = "pi"
 OPENCLAW = "openclaw"
 VERSION = 1
+LABEL = "Pi"
+OPENCLAW_LABEL = "OpenClaw"
 #: Where Pi keeps sessions (``PI_CODING_AGENT_DIR`` moves ``~/.pi/agent``).
-LOCATIONS = (".pi/agent/sessions", "$PI_CODING_AGENT_DIR/sessions")
+LOCATIONS = ("${PI_CODING_AGENT_DIR:-~/.pi/agent}/sessions",)
 #: Where OpenClaw keeps them (``OPENCLAW_STATE_DIR`` moves ``~/.openclaw``; older
 #: versions, named Clawdbot, used ``~/.clawdbot``).
 OPENCLAW_LOCATIONS = (
-    ".openclaw/agents/*/sessions",
-    ".clawdbot/agents/*/sessions",
-    "$OPENCLAW_STATE_DIR/agents/*/sessions",
+    "${OPENCLAW_STATE_DIR:-~/.openclaw}/agents/*/sessions",
+    "~/.clawdbot/agents/*/sessions",
 )
 MESSAGE_ROLES = frozenset(
     {"user", "assistant", "toolResult", "bashExecution", "custom"}
