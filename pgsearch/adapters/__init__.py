@@ -25,6 +25,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsearch.errors import ConfigError, IngestError
@@ -46,24 +47,11 @@ class Format:
     """A format in the registry: what is known of it without importing its adapter."""
 
     name: str
-    #: The module that reads it; it exports ``ADAPTER`` and is imported on first use.
+    #: The module that reads it, imported on first use.
     module: str
-    #: How `known_formats` names it.
-    label: str = ""
+    #: The module's attribute holding the `Adapter` (one module may read two formats).
+    attribute: str = "ADAPTER"
 
-
-#: Every format pgsearch reads. Detection tries them in this order (pgsearch's own
-#: format last, whatever its place here: it is what a line with a role is when no
-#: other format claims it). A new format is a module exporting ``ADAPTER`` plus one
-#: line here; nothing else names it. A command imports an adapter's module only when
-#: it reads a file in that format or detects a file's format.
-REGISTRY: tuple[Format, ...] = (
-    Format(name="openai", module="pgsearch.adapters.openai", label="openai (its own JSON Lines)"),
-    Format(name="claude-code", module="pgsearch.adapters.claude_code"),
-    Format(name="codex", module="pgsearch.adapters.codex"),
-    Format(name="gemini", module="pgsearch.adapters.gemini"),
-    Format(name="opencode", module="pgsearch.adapters.opencode"),
-)
 
 AUTO = "auto"
 OPENAI = "openai"
@@ -71,6 +59,34 @@ CLAUDE_CODE = "claude-code"
 CODEX = "codex"
 GEMINI = "gemini"
 OPENCODE = "opencode"
+COPILOT_CLI = "copilot-cli"
+PI = "pi"
+OPENCLAW = "openclaw"
+KIMI = "kimi"
+
+#: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
+#: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
+#: recognises its own lines, its place in `LINE_DETECTION`; nothing else names it. A
+#: command imports an adapter's module only when it reads a file in that format,
+#: detects a file's format, or lists where agents keep their logs.
+REGISTRY: tuple[Format, ...] = (
+    Format(name=OPENAI, module="pgsearch.adapters.openai"),
+    Format(name=CLAUDE_CODE, module="pgsearch.adapters.claude_code"),
+    Format(name=CODEX, module="pgsearch.adapters.codex"),
+    Format(name=GEMINI, module="pgsearch.adapters.gemini"),
+    Format(name=OPENCODE, module="pgsearch.adapters.opencode"),
+    Format(name=COPILOT_CLI, module="pgsearch.adapters.copilot_cli"),
+    Format(name=PI, module="pgsearch.adapters.pi"),
+    Format(name=OPENCLAW, module="pgsearch.adapters.pi", attribute="OPENCLAW_ADAPTER"),
+    Format(name=KIMI, module="pgsearch.adapters.kimi"),
+)
+
+#: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
+#: line: a more specific test before a more general one that would also accept the
+#: line. pgsearch's own format is what a line with a role is when none claims it;
+#: OpenClaw writes Pi's format and is told apart by its directory (`detect_format`).
+LINE_DETECTION = (CODEX, COPILOT_CLI, PI, KIMI, CLAUDE_CODE, GEMINI, OPENCODE)
+
 FORMATS = tuple(f.name for f in REGISTRY)
 #: Choices of ``pgsearch ingest --format``.
 FORMAT_CHOICES = (AUTO, *FORMATS)
@@ -86,9 +102,9 @@ def adapter(name: str) -> Adapter:
     """The adapter of format `name` (its module imported on first use); `KeyError`
     for a name not in the registry."""
     entry = _BY_NAME[name]
-    found: Adapter = importlib.import_module(entry.module).ADAPTER
+    found: Adapter = getattr(importlib.import_module(entry.module), entry.attribute)
     if found.name != name:
-        raise AssertionError(f"{entry.module} exports the adapter of {found.name!r}")
+        raise AssertionError(f"{entry.module}.{entry.attribute} reads {found.name!r}")
     return found
 
 
@@ -117,6 +133,36 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+@dataclass(frozen=True, kw_only=True)
+class LogLocation:
+    """One default log location of an agent, and what exists there on this machine."""
+
+    format: str
+    label: str
+    #: The location as declared (`Adapter.locations`).
+    pattern: str
+    #: The directories or files it names that exist (none: the agent is not used here).
+    paths: tuple[Path, ...]
+
+
+def default_locations(
+    environ: Mapping[str, str] | None = None, home: Path | None = None
+) -> list[LogLocation]:
+    """Every adapter's default log locations, with what exists of each, in registry order."""
+    from pgsearch.locations import existing
+
+    return [
+        LogLocation(
+            format=adapter.name,
+            label=adapter.label or adapter.name,
+            pattern=pattern,
+            paths=tuple(existing(pattern, environ, home)),
+        )
+        for adapter in ADAPTERS.values()
+        for pattern in adapter.locations
+    ]
+
+
 # --- files from programs pgsearch does not read: said so, by name ------------------
 
 
@@ -127,27 +173,7 @@ def _is(obj: dict[str, Any], *keys: str) -> bool:
 #: (what the file is, test on one decoded line).
 _RESEMBLES: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
     (
-        "a GitHub Copilot CLI session (events.jsonl)",
-        lambda o: (
-            isinstance(o.get("type"), str)
-            and o["type"].split(".")[0] in ("session", "user", "assistant", "tool")
-            and "." in o["type"]
-            and "data" in o
-        ),
-    ),
-    (
-        "a Pi coding agent session",
-        lambda o: (
-            (o.get("type") == "session" and _is(o, "id", "cwd"))
-            or (
-                o.get("type") == "message"
-                and isinstance(o.get("message"), dict)
-                and o["message"].get("role") in ("user", "assistant", "toolResult")
-            )
-        ),
-    ),
-    (
-        "a Kimi CLI context file",
+        "a Kimi CLI context file; its session is the wire.jsonl beside it",
         lambda o: isinstance(o.get("role"), str) and o["role"].startswith("_"),
     ),
     (
@@ -182,8 +208,8 @@ def _resembles(objects: list[Any]) -> str | None:
 
 
 def _known() -> str:
-    names = [f.label or f.name for f in REGISTRY]
-    return f"pgsearch reads {', '.join(names[:-1])} and {names[-1]}"
+    *first, last = FORMATS[1:]
+    return f"pgsearch reads openai (its own JSON Lines), {', '.join(first)} and {last}"
 
 
 def _document(data: bytes) -> Any:
@@ -196,17 +222,20 @@ def _document(data: bytes) -> Any:
 
 
 @cache
-def _detectors() -> tuple[Adapter, ...]:
-    """The adapters that recognise their own lines, in registry order (imported now)."""
-    found = (adapter(entry.name) for entry in REGISTRY)
-    return tuple(a for a in found if a.looks_like_line is not None)
+def _line_tests() -> tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...]:
+    """`LINE_DETECTION`'s tests, their adapters imported (once)."""
+    tests = []
+    for name in LINE_DETECTION:
+        test = adapter(name).looks_like_line
+        assert test is not None, name
+        tests.append((name, test))
+    return tuple(tests)
 
 
 def _line_format(obj: dict[str, Any]) -> str | None:
-    for found in _detectors():
-        assert found.looks_like_line is not None
-        if found.looks_like_line(obj):
-            return found.name
+    for name, test in _line_tests():
+        if test(obj):
+            return name
     if "role" in obj and not _resembles([obj]):
         return OPENAI
     return None
@@ -224,14 +253,19 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
     heads = list(head_objects(data, DETECT_LINES))
     for obj in heads:
         fmt = _line_format(obj)
+        if fmt == PI:
+            from pgsearch.adapters import pi
+
+            if pi.is_openclaw(path):
+                return OPENCLAW  # OpenClaw writes Pi's format; its directory tells them apart
         if fmt is not None:
             return fmt
     if not heads:
         doc = _document(data)
         if doc is not None:
-            for found in _detectors():
-                if found.looks_like_document(doc):
-                    return found.name
+            for name in LINE_DETECTION:
+                if adapter(name).looks_like_document(doc):
+                    return name
             heads = [doc] if isinstance(doc, dict) else list(doc[:DETECT_LINES])
     what = _resembles(heads)
     if what is not None:
@@ -282,21 +316,28 @@ __all__ = [
     "AUTO",
     "CLAUDE_CODE",
     "CODEX",
+    "COPILOT_CLI",
     "FORMATS",
     "FORMAT_CHOICES",
     "GEMINI",
+    "KIMI",
+    "LINE_DETECTION",
     "OPENAI",
+    "OPENCLAW",
     "OPENCODE",
+    "PI",
     "REGISTRY",
     "Adapter",
     "FileHeader",
     "Format",
     "HeaderFn",
     "LeafTitle",
+    "LogLocation",
     "ParseFn",
     "Parsed",
     "SessionTitle",
     "adapter",
+    "default_locations",
     "detect_format",
     "known_formats",
     "resembles",

@@ -561,4 +561,6 @@ ADAPTER = Adapter(
     parse=parse,
     looks_like_line=looks_like,
     leaf_titles=True,
+    label="Claude Code",
+    locations=("${CLAUDE_CONFIG_DIR:-~/.claude}/projects",),
 )

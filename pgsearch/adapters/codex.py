@@ -308,5 +308,11 @@ def _item_entry(
 
 
 ADAPTER = Adapter(
-    name=NAME, version=VERSION, header=header, parse=parse, looks_like_line=looks_like
+    name=NAME,
+    version=VERSION,
+    header=header,
+    parse=parse,
+    looks_like_line=looks_like,
+    label="Codex CLI",
+    locations=("${CODEX_HOME:-~/.codex}/sessions", "${CODEX_HOME:-~/.codex}/archived_sessions"),
 )

@@ -483,4 +483,6 @@ ADAPTER = Adapter(
     looks_like_line=looks_like_line,
     looks_like_document=looks_like_document,
     is_document=is_document,
+    label="Gemini CLI",
+    locations=("${GEMINI_CLI_HOME:-~}/.gemini/tmp",),
 )

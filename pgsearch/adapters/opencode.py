@@ -304,4 +304,6 @@ ADAPTER = Adapter(
     looks_like_line=looks_like_document,
     looks_like_document=looks_like_document,
     is_document=_always,
+    label="OpenCode",
+    locations=("${XDG_DATA_HOME:-~/.local/share}/opencode/storage",),
 )
