@@ -104,18 +104,51 @@ _FOLDS = tuple((chr(k), str(v)) for k, v in LETTER_FOLD.items())
 MAX_MATCHED_CHARS = 65_536
 
 
-@lru_cache(maxsize=256)
-def _ascii_re(terms: frozenset[str]) -> re.Pattern[str] | None:
-    """The words of ASCII text that `match_spans` marks for `terms`, as one pattern: a
-    word equal to a term (case-insensitive), or starting with a term of the longest
-    kept length (longer words are indexed by that prefix)."""
-    exact = sorted((t for t in terms if t.isascii() and len(t) < MAX_TERM_CHARS), key=len)
-    prefixes = sorted(t for t in terms if t.isascii() and len(t) >= MAX_TERM_CHARS)
-    parts = [re.escape(t) + "(?![A-Za-z0-9])" for t in reversed(exact)]
-    parts += [re.escape(t) + "[A-Za-z0-9]*" for t in prefixes]
-    if not parts:
-        return None
-    return re.compile("(?<![A-Za-z0-9])(?:" + "|".join(parts) + ")", re.IGNORECASE)
+#: Characters a word of ASCII text cannot touch to be matched on its own: the ASCII
+#: letters and digits, and the four other characters that a case-insensitive match of
+#: them accepts (dotted and dotless i, long s, Kelvin sign).
+_WORD_NEIGHBOURS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\u0130\u0131\u017f\u212a"
+)
+_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+@lru_cache(maxsize=4096)
+def _ascii_terms(terms: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The terms ASCII words can match: those matched whole, and those of the longest
+    kept length, which match the words they start (longer words are indexed by that
+    prefix); None when there are neither."""
+    exact = tuple(t for t in terms if t.isascii() and len(t) < MAX_TERM_CHARS)
+    prefixes = tuple(t for t in terms if t.isascii() and len(t) >= MAX_TERM_CHARS)
+    return (exact, prefixes) if exact or prefixes else None
+
+
+def _ascii_spans(
+    text: str, terms: tuple[tuple[str, ...], tuple[str, ...]], start: int, end: int
+) -> list[tuple[int, int]]:
+    """The words of ``text[start:end]`` (ASCII only) that `match_spans` marks, in order:
+    a word (a run of ASCII letters and digits) equal to an exact term whatever its case,
+    or starting with a prefix term. Found with `str.find`, so a search's terms need no
+    pattern compiled for each message's own set of them."""
+    exact, prefixes = terms
+    low = text[start:end].lower()
+    found: dict[int, int] = {}
+    for group, whole in ((exact, True), (prefixes, False)):
+        for t in group:
+            i = low.find(t)
+            while i != -1:
+                a = start + i
+                b = a + len(t)
+                if a not in found and (a == 0 or text[a - 1] not in _WORD_NEIGHBOURS):
+                    if whole:
+                        if b == end or text[b] not in _WORD_NEIGHBOURS:
+                            found[a] = b
+                    else:
+                        while b < end and text[b] in _ASCII_ALNUM:
+                            b += 1
+                        found[a] = b
+                i = low.find(t, i + 1)
+    return sorted(found.items())
 
 
 _NON_ASCII_RE = re.compile(r"[^\x00-\x7f]+")
@@ -166,7 +199,8 @@ def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
     """Character spans of `text` whose words normalise to one of `terms`.
 
     The words around non-ASCII characters are matched one by one; the ASCII text
-    between them by one pattern (`_ascii_re`), which marks the same words.
+    between them by finding the terms in it (`_ascii_spans`), which marks the same
+    words.
     """
     wanted = frozenset(terms)
     if not wanted:
@@ -176,7 +210,7 @@ def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
 
 def _iter_spans(text: str, wanted: frozenset[str]) -> Iterator[tuple[int, int]]:
     """`match_spans`' spans in order of their start, found as they are needed."""
-    pattern = _ascii_re(wanted)
+    pattern = _ascii_terms(wanted)
     pos = 0
     for run in _NON_ASCII_RE.finditer(text):
         if run.end() <= pos:
@@ -187,11 +221,11 @@ def _iter_spans(text: str, wanted: frozenset[str]) -> Iterator[tuple[int, int]]:
         head = _head_re().match(text, run.end(), run.end() + _LONG_REACH)
         hi = run.end() if head is None else head.end()
         if pattern is not None and lo > pos:
-            yield from (m.span() for m in pattern.finditer(text, pos, lo))
+            yield from _ascii_spans(text, pattern, pos, lo)
         yield from _word_spans(text, wanted, lo, hi)
         pos = hi
     if pattern is not None and pos < len(text):
-        yield from (m.span() for m in pattern.finditer(text, pos))
+        yield from _ascii_spans(text, pattern, pos, len(text))
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
