@@ -219,7 +219,7 @@ def speed(args: argparse.Namespace, roots: dict[str, Path]) -> dict[str, Any]:
             tag = f"ab-{side}-r{r}"
             cmd = [
                 "-m", "bench.speed", "--messages", str(args.messages), "--search-only",
-                "--dsn", dbs[side]["dsn"], "--tag", tag, "--out", str(out_dir), "--quiet",
+                "--dsn", dbs[side]["dsn"], "--tag", tag, "--out", str(out_dir),
             ]  # fmt: skip
             if args.sample:
                 cmd += ["--search-sample", str(args.sample)]

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache, lru_cache
+from itertools import accumulate
 
 from pgsearch.normalize import (
     LETTER_FOLD,
@@ -366,30 +368,13 @@ def make_excerpt(
     budget = max(max_bytes - 2 * utf8_len(ELLIPSIS), 16)
     anchor = best_anchor(flat, spans, budget)
     # A third of the room before the match, the rest after it.
-    start = anchor
-    used = 0
-    lead = budget // 3 if anchor else 0
-    while start > 0:
-        size = utf8_len(flat[start - 1])
-        if used + size > lead:
-            break
-        used += size
-        start -= 1
+    start = lead_start(flat, anchor, budget // 3 if anchor else 0)
     # Do not open in the middle of a word unless that word is huge.
     if start > 0 and flat[start - 1] != " ":
         space = flat.find(" ", start, anchor)
         if space != -1:
             start = space + 1
-    end = start
-    total = 0
-    inside = [s for s in spans if s[0] >= start]
-    for ch_i in range(start, len(flat)):
-        size = utf8_len(flat[ch_i])
-        marks = 4 * sum(1 for s in inside if s[0] == ch_i)
-        if total + size + marks > budget:
-            break
-        total += size + marks
-        end = ch_i + 1
+    end = fit_end(flat, start, [s[0] for s in spans if s[0] >= start], budget)
     if end < len(flat):
         space = flat.rfind(" ", start, end)
         if space > start + (end - start) // 2:
@@ -398,6 +383,36 @@ def make_excerpt(
     prefix = ELLIPSIS if start > 0 or more_before else ""
     suffix = ELLIPSIS if end < len(flat) or more_after else ""
     return truncate_bytes(prefix + body.strip() + suffix, max_bytes)
+
+
+def _sizes(text: str) -> list[int]:
+    """The UTF-8 size of each character of `text`."""
+    if text.isascii():
+        return [1] * len(text)
+    return [len(ch.encode("utf-8", "surrogatepass")) for ch in text]
+
+
+def lead_start(text: str, anchor: int, lead: int) -> int:
+    """Where an excerpt opens: as far before `anchor` as whole characters of at most
+    `lead` UTF-8 bytes in all reach."""
+    if anchor <= 0 or lead <= 0:
+        return anchor
+    # Every character takes a byte at least: no more than `lead` of them fit.
+    window = text[max(anchor - lead, 0) : anchor]
+    used = list(accumulate(reversed(_sizes(window))))
+    return anchor - bisect_right(used, lead)
+
+
+def fit_end(text: str, start: int, marked: Sequence[int], budget: int) -> int:
+    """Where an excerpt from `start` ends: after as many whole characters as fit in
+    `budget` UTF-8 bytes, counting the 4 bytes of marks around each match opening at
+    one of the positions `marked`."""
+    window = text[start : start + budget]
+    costs = _sizes(window)
+    for pos in marked:
+        if start <= pos < start + len(window):
+            costs[pos - start] += 4  # the marks around the match
+    return start + bisect_right(list(accumulate(costs)), budget)
 
 
 def best_anchor(text: str, spans: list[tuple[int, int]], budget: int) -> int:

@@ -477,3 +477,42 @@ def test_excerpts_are_the_same_as_with_a_pattern_per_set_of_terms(
     finally:
         module._ascii_spans = original  # type: ignore[assignment]
     assert now == before
+
+
+def _lead_start_by_characters(text: str, anchor: int, lead: int) -> int:
+    start, used = anchor, 0
+    while start > 0:
+        size = utf8_len(text[start - 1])
+        if used + size > lead:
+            break
+        used += size
+        start -= 1
+    return start
+
+
+def _fit_end_by_characters(text: str, start: int, marked: list[int], budget: int) -> int:
+    end, total = start, 0
+    for i in range(start, len(text)):
+        size = utf8_len(text[i]) + 4 * marked.count(i)
+        if total + size > budget:
+            break
+        total += size
+        end = i + 1
+    return end
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(MIXED, ANY_TEXT, EDGY), st.data())
+def test_excerpt_bounds_are_found_as_walking_character_by_character_found_them(
+    text: str, data: st.DataObject
+) -> None:
+    from pgsearch.excerpt import fit_end, lead_start
+
+    anchor = data.draw(st.integers(0, len(text)))
+    lead = data.draw(st.integers(0, 300))
+    assert lead_start(text, anchor, lead) == _lead_start_by_characters(text, anchor, lead)
+    marked = sorted(set(data.draw(st.lists(st.integers(0, max(len(text) - 1, 0)), max_size=8))))
+    budget = data.draw(st.integers(16, 700))
+    assert fit_end(text, anchor, marked, budget) == _fit_end_by_characters(
+        text, anchor, marked, budget
+    )
