@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +58,7 @@ from pgsearch.sources import (
     open_source,
     read_source,
 )
+from pgsearch.userconfig import project_of
 from pgsearch.validate import check_stored_key, check_workspace
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,9 @@ class FileResult:
     #: Lines of an agent log skipped under the per-line policy, and (some of) why.
     bad_lines: int = 0
     warnings: list[IngestError] = field(default_factory=list)
+    #: Events of types the format's mapping does not know (a newer agent), by type:
+    #: skipped, the rest of the file read.
+    unknown_events: dict[str, int] = field(default_factory=dict)
     error: IngestError | None = None
     #: Where the file went and how it was read (agent logs may pick the workspace).
     workspace: str = ""
@@ -261,6 +264,8 @@ class IngestReport:
     messages: int = 0
     skipped: int = 0
     bad_lines: int = 0
+    #: Events of unknown types skipped (`FileResult.unknown_events`).
+    unknown_events: int = 0
     #: Entries of forgotten sessions not stored, and sessions brought back.
     forgotten: int = 0
     restored: int = 0
@@ -280,6 +285,7 @@ class IngestReport:
         self.messages += result.messages
         self.skipped += result.skipped
         self.bad_lines += result.bad_lines
+        self.unknown_events += sum(result.unknown_events.values())
         self.forgotten += result.forgotten
         self.restored += len(result.restored)
         self.moved += result.moved_from is not None
@@ -295,6 +301,11 @@ class IngestReport:
             f"{self.messages} messages added, {self.skipped} already stored, "
             f"{self.bad_lines} bad lines skipped, {len(self.errors)} errors"
         )
+        if self.unknown_events:
+            text += (
+                f"; {self.unknown_events} event{'s' if self.unknown_events != 1 else ''} "
+                "of unknown types skipped"
+            )
         if self.forgotten:
             text += (
                 f"; {self.forgotten} entries of forgotten sessions not stored "
@@ -325,15 +336,6 @@ def check_format(format: str) -> str:
 
 #: Bytes read from the head of a line-format file to find its working directory.
 _HEAD_BYTES = 1 << 20
-#: A Claude Code worktree of a project (``claude --worktree``, sub-agents in
-#: ``isolation: worktree``): its sessions belong to the project.
-_WORKTREE_RE = re.compile(r"^(.+?)[/\\]\.claude[/\\]worktrees[/\\][^/\\]+(?:[/\\].*)?$")
-
-
-def project_of(cwd: str) -> str:
-    """The project a working directory belongs to (a worktree maps to its project)."""
-    match = _WORKTREE_RE.match(cwd)
-    return match.group(1) if match else cwd
 
 
 def workspace_of(
@@ -766,6 +768,7 @@ class Ingestor:
             unchanged=prepared.unchanged,
             bad_lines=parsed.skipped_lines,
             warnings=list(parsed.problems),
+            unknown_events=dict(parsed.unknown),
             restored=restored,
             moved_from=moved_from,
         )

@@ -2,7 +2,8 @@
 
 Directories are searched for the files of every format pgsearch reads:
 
-- ``*.jsonl`` (pgsearch's format, Claude Code, Codex CLI, Gemini CLI session logs);
+- ``*.jsonl`` (pgsearch's format and the agents' session logs), except Kimi CLI's
+  ``context.jsonl`` beside a session's ``wire.jsonl``;
 - Gemini CLI session documents ``chats/session-*.json`` and saved chats
   ``checkpoint-*.json``;
 - OpenCode session files ``storage/session/<project>/<id>.json``. Each stands for
@@ -134,6 +135,13 @@ def _is_session_document(path: Path) -> bool:
     return is_opencode_session(path)
 
 
+def _is_context_copy(name: str, names: list[str]) -> bool:
+    """Kimi CLI's ``context.jsonl`` (and its rotations ``context_1.jsonl``…) beside
+    the session's ``wire.jsonl``: the model's context, rewritten on compaction and
+    undo, whose conversation the wire log holds."""
+    return name.startswith("context") and name.endswith(".jsonl") and "wire.jsonl" in names
+
+
 def _walk(root: Path, problems: list[IngestError] | None) -> list[Path]:
     found: list[Path] = []
 
@@ -154,6 +162,8 @@ def _walk(root: Path, problems: list[IngestError] | None) -> list[Path]:
         dirnames.sort()
         for name in filenames:
             path = here / name
+            if _is_context_copy(name, filenames):
+                continue
             if name.endswith(".jsonl") or (name.endswith(".json") and _is_session_document(path)):
                 if path.is_file():
                     found.append(path)

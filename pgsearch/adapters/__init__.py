@@ -21,14 +21,24 @@ pgsearch reads and, when it can tell, the program the file came from.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any, Protocol
 
-from pgsearch.adapters import claude_code, codex, gemini, openai, opencode
+from pgsearch.adapters import (
+    claude_code,
+    codex,
+    copilot_cli,
+    gemini,
+    kimi,
+    openai,
+    opencode,
+    pi,
+)
 from pgsearch.adapters.common import FileHeader, LeafTitle, Parsed, SessionTitle, head_objects
 from pgsearch.errors import ConfigError, IngestError
+from pgsearch.locations import existing
 
 AUTO = "auto"
 OPENAI = openai.NAME
@@ -36,7 +46,11 @@ CLAUDE_CODE = claude_code.NAME
 CODEX = codex.NAME
 GEMINI = gemini.NAME
 OPENCODE = opencode.NAME
-FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE)
+COPILOT_CLI = copilot_cli.NAME
+PI = pi.NAME
+OPENCLAW = pi.OPENCLAW
+KIMI = kimi.NAME
+FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE, COPILOT_CLI, PI, OPENCLAW, KIMI)
 #: Choices of ``pgsearch ingest --format``.
 FORMAT_CHOICES = (AUTO, *FORMATS)
 #: Lines looked at to recognise a file's format.
@@ -71,6 +85,12 @@ class Adapter:
     #: Whether the format names sessions through another session's messages
     #: (`LeafTitle`), which the ingestor resolves.
     leaf_titles: bool = False
+    #: The agent's name as people know it (``Claude Code``); empty for pgsearch's own.
+    label: str = ""
+    #: Where the agent keeps its session logs by default, read by ``pgsearch ingest``
+    #: with no path: ``~/...`` paths, ``${VAR:-default}`` for the directory override
+    #: the agent honours, globs allowed (`pgsearch.locations`).
+    locations: tuple[str, ...] = ()
 
     @property
     def parser(self) -> str:
@@ -92,14 +112,28 @@ ADAPTERS = {
         header=claude_code.header,
         parse=claude_code.parse,
         leaf_titles=True,
+        label="Claude Code",
+        locations=("${CLAUDE_CONFIG_DIR:-~/.claude}/projects",),
     ),
-    CODEX: Adapter(name=CODEX, version=codex.VERSION, header=codex.header, parse=codex.parse),
+    CODEX: Adapter(
+        name=CODEX,
+        version=codex.VERSION,
+        header=codex.header,
+        parse=codex.parse,
+        label="Codex CLI",
+        locations=(
+            "${CODEX_HOME:-~/.codex}/sessions",
+            "${CODEX_HOME:-~/.codex}/archived_sessions",
+        ),
+    ),
     GEMINI: Adapter(
         name=GEMINI,
         version=gemini.VERSION,
         header=gemini.header,
         parse=gemini.parse,
         is_document=gemini.is_document,
+        label="Gemini CLI",
+        locations=("${GEMINI_CLI_HOME:-~}/.gemini/tmp",),
     ),
     OPENCODE: Adapter(
         name=OPENCODE,
@@ -107,8 +141,70 @@ ADAPTERS = {
         header=opencode.header,
         parse=opencode.parse,
         is_document=lambda data: True,
+        label="OpenCode",
+        locations=("${XDG_DATA_HOME:-~/.local/share}/opencode/storage",),
+    ),
+    COPILOT_CLI: Adapter(
+        name=COPILOT_CLI,
+        version=copilot_cli.VERSION,
+        header=copilot_cli.header,
+        parse=copilot_cli.parse,
+        label=copilot_cli.LABEL,
+        locations=copilot_cli.LOCATIONS,
+    ),
+    PI: Adapter(
+        name=PI,
+        version=pi.VERSION,
+        header=pi.header,
+        parse=pi.parse,
+        label=pi.LABEL,
+        locations=pi.LOCATIONS,
+    ),
+    OPENCLAW: Adapter(
+        name=OPENCLAW,
+        version=pi.VERSION,
+        header=pi.header,
+        parse=pi.parse,
+        label=pi.OPENCLAW_LABEL,
+        locations=pi.OPENCLAW_LOCATIONS,
+    ),
+    KIMI: Adapter(
+        name=KIMI,
+        version=kimi.VERSION,
+        header=kimi.header,
+        parse=kimi.parse,
+        label=kimi.LABEL,
+        locations=kimi.LOCATIONS,
     ),
 }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogLocation:
+    """One default log location of an agent, and what exists there on this machine."""
+
+    format: str
+    label: str
+    #: The location as declared (`Adapter.locations`).
+    pattern: str
+    #: The directories or files it names that exist (none: the agent is not used here).
+    paths: tuple[Path, ...]
+
+
+def default_locations(
+    environ: Mapping[str, str] | None = None, home: Path | None = None
+) -> list[LogLocation]:
+    """Every adapter's default log locations, with what exists of each, in registry order."""
+    return [
+        LogLocation(
+            format=adapter.name,
+            label=adapter.label or adapter.name,
+            pattern=pattern,
+            paths=tuple(existing(pattern, environ, home)),
+        )
+        for adapter in ADAPTERS.values()
+        for pattern in adapter.locations
+    ]
 
 
 # --- files from programs pgsearch does not read: said so, by name ------------------
@@ -121,27 +217,7 @@ def _is(obj: dict[str, Any], *keys: str) -> bool:
 #: (what the file is, test on one decoded line).
 _RESEMBLES: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
     (
-        "a GitHub Copilot CLI session (events.jsonl)",
-        lambda o: (
-            isinstance(o.get("type"), str)
-            and o["type"].split(".")[0] in ("session", "user", "assistant", "tool")
-            and "." in o["type"]
-            and "data" in o
-        ),
-    ),
-    (
-        "a Pi coding agent session",
-        lambda o: (
-            (o.get("type") == "session" and _is(o, "id", "cwd"))
-            or (
-                o.get("type") == "message"
-                and isinstance(o.get("message"), dict)
-                and o["message"].get("role") in ("user", "assistant", "toolResult")
-            )
-        ),
-    ),
-    (
-        "a Kimi CLI context file",
+        "a Kimi CLI context file; its session is the wire.jsonl beside it",
         lambda o: isinstance(o.get("role"), str) and o["role"].startswith("_"),
     ),
     (
@@ -176,7 +252,8 @@ def _resembles(objects: list[Any]) -> str | None:
 
 
 def _known() -> str:
-    return "pgsearch reads openai (its own JSON Lines), claude-code, codex, gemini and opencode"
+    *first, last = FORMATS[1:]
+    return f"pgsearch reads openai (its own JSON Lines), {', '.join(first)} and {last}"
 
 
 def _document(data: bytes) -> Any:
@@ -188,15 +265,23 @@ def _document(data: bytes) -> Any:
         return None
 
 
+#: Line formats in the order their tests run on a decoded line: a more specific
+#: test before a more general one that would also accept the line.
+_LINE_TESTS: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
+    (CODEX, codex.looks_like),
+    (COPILOT_CLI, copilot_cli.looks_like),
+    (PI, pi.looks_like),
+    (KIMI, kimi.looks_like),
+    (CLAUDE_CODE, claude_code.looks_like),
+    (GEMINI, gemini.looks_like_line),
+    (OPENCODE, opencode.looks_like_document),
+)
+
+
 def _line_format(obj: dict[str, Any]) -> str | None:
-    if codex.looks_like(obj):
-        return CODEX
-    if claude_code.looks_like(obj):
-        return CLAUDE_CODE
-    if gemini.looks_like_line(obj):
-        return GEMINI
-    if opencode.looks_like_document(obj):
-        return OPENCODE
+    for name, test in _LINE_TESTS:
+        if test(obj):
+            return name
     if "role" in obj and not _resembles([obj]):
         return OPENAI
     return None
@@ -212,6 +297,8 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
     heads = list(head_objects(data, DETECT_LINES))
     for obj in heads:
         fmt = _line_format(obj)
+        if fmt == PI and pi.is_openclaw(path):
+            return OPENCLAW  # OpenClaw writes Pi's format; its directory tells them apart
         if fmt is not None:
             return fmt
     if not heads:
@@ -269,16 +356,22 @@ __all__ = [
     "AUTO",
     "CLAUDE_CODE",
     "CODEX",
+    "COPILOT_CLI",
     "FORMATS",
     "FORMAT_CHOICES",
     "GEMINI",
+    "KIMI",
     "OPENAI",
+    "OPENCLAW",
     "OPENCODE",
+    "PI",
     "Adapter",
     "FileHeader",
     "LeafTitle",
+    "LogLocation",
     "Parsed",
     "SessionTitle",
+    "default_locations",
     "detect_format",
     "known_formats",
     "resembles",

@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import PurePath
 from typing import Any
 
+from pgsearch import policy
 from pgsearch.errors import IngestError
 from pgsearch.messages import MAX_LINE_BYTES, Entry, clean, parse_time
 from pgsearch.types import MAX_ID_CHARS
@@ -91,11 +92,20 @@ class Parsed:
     #: The new lines change what an earlier pass read (a message rewritten in place,
     #: a rewind): the file must be read again whole.
     restart: bool = False
+    #: Event types of the format this version of pgsearch does not know (a newer
+    #: version of the agent), by name: skipped and counted, never a reason to refuse
+    #: the file.
+    unknown: dict[str, int] = field(default_factory=dict)
 
     def problem(self, error: IngestError) -> None:
         self.skipped_lines += 1
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(error)
+
+    def skip_unknown(self, name: Any) -> None:
+        """Count one event of a type this mapping does not know."""
+        key = text(name)[:64] if isinstance(name, str) and name else "(no type)"
+        self.unknown[key] = self.unknown.get(key, 0) + 1
 
 
 class Lines:
@@ -261,6 +271,24 @@ def line_where(data: bytes, end: int, key: str, value: str) -> dict[str, Any] | 
     return None
 
 
+def lines_with(data: bytes, needle: str, end: int, limit: int = 16) -> Iterator[Any]:
+    """The decoded JSON lines before byte `end` that mention `needle`, nearest first
+    (at most `limit` of them; lines that do not decode are passed over)."""
+    key = json.dumps(needle).encode()
+    at = end
+    for _ in range(limit):
+        at = data.rfind(key, 0, at)
+        if at < 0:
+            return
+        begin = data.rfind(b"\n", 0, at) + 1
+        stop = data.find(b"\n", at)
+        try:
+            yield json.loads(data[begin : stop if stop >= 0 else len(data)])
+        except (ValueError, RecursionError):
+            pass
+        at = begin
+
+
 def line_with(data: bytes, needle: str, end: int) -> Any:
     """The decoded JSON line before byte `end` that last mentions `needle` (or None).
 
@@ -307,8 +335,15 @@ class ToolCalls:
         if not call_id:
             return None
         if call_id not in self._calls:
-            line = line_with(self._data, call_id, self._start) if self._start else None
-            self._calls[call_id] = self._lookup(line, call_id) if line is not None else None
+            found = None
+            if self._start:
+                # The call is the latest line naming its id that the lookup accepts
+                # (later lines, its result or a sub-agent's events, name it too).
+                for line in lines_with(self._data, call_id, self._start):
+                    found = self._lookup(line, call_id)
+                    if found is not None:
+                        break
+            self._calls[call_id] = found
         return self._calls[call_id]
 
     def name(self, call_id: str | None) -> str | None:
@@ -403,3 +438,124 @@ def parent_dir_name(path: PurePath | None, levels: int) -> str | None:
         return None
     parents = path.parents
     return parents[levels - 1].name if len(parents) >= levels else None
+
+
+class LineEntries:
+    """The entries one source record turns into, sharing its session, position, time
+    and id: the first entry takes the record's id, the next ``<id>#1``, ``<id>#2``…"""
+
+    def __init__(
+        self,
+        session_id: str,
+        seq: int,
+        created: datetime | None,
+        *,
+        entry_id: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.seq = seq
+        self.created = created
+        self.entry_id = entry_id
+        self.extra = extra or {}
+        self.out: list[Entry] = []
+
+    def add(
+        self,
+        role: str,
+        kind: str,
+        content: str,
+        *,
+        tool_name: str | None = None,
+        arguments: str = "",
+        summary: str | None = None,
+        created_at: datetime | None = None,
+        session_id: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """Add one entry (empty text is for tool calls only; callers skip blank text)."""
+        n = len(self.out)
+        entry_id = None
+        if self.entry_id:
+            key = self.entry_id if n == 0 else f"{self.entry_id}#{n}"
+            entry_id = key if len(key) <= MAX_ID_CHARS else None
+        data = {**self.extra, **(extra or {})}
+        self.out.append(
+            Entry(
+                session_id=session_id or self.session_id,
+                seq=self.seq,
+                role=role,
+                kind=kind,
+                content=content,
+                created_at=created_at or self.created,
+                entry_id=entry_id,
+                tool_name=tool_name,
+                arguments=arguments,
+                summary=summary,
+                extra={k: v for k, v in data.items() if v is not None} or None,
+            )
+        )
+
+    def text(self, role: str, kind: str, body: str, **fields: Any) -> None:
+        """Add `body` (stripped) unless it is blank."""
+        body = body.strip()
+        if body:
+            self.add(role, kind, body, **fields)
+
+    def call(self, name: str, arguments: Any, **fields: Any) -> None:
+        """A tool call: its name indexed, ``name(arguments)`` stored."""
+        self.add(
+            "assistant",
+            policy.TOOL_INPUT,
+            "",
+            tool_name=name,
+            arguments=f"{name}({arguments_json(arguments)})",
+            **fields,
+        )
+
+    def result(
+        self,
+        output: str,
+        *,
+        tool_name: str | None,
+        marked: bool = False,
+        command: str | None = None,
+        exit_code: int | None = None,
+        **fields: Any,
+    ) -> None:
+        """A tool result: `policy.tool_result_kind` tells an error from output (a search
+        that found nothing is not one); an empty failed result reads ``[exit code N]``
+        or ``[failed]``."""
+        if not output.strip():
+            if not marked or policy.is_search_miss(command, exit_code, ""):
+                return  # nothing to show, and nothing failed
+            output = f"[exit code {exit_code}]" if exit_code else "[failed]"
+        if exit_code is None:
+            exit_code = exit_code_in(output)
+        kind = policy.tool_result_kind(output, marked=marked, command=command, exit_code=exit_code)
+        self.add("tool", kind, output, tool_name=tool_name, **fields)
+
+
+def block_text(content: Any, *, types: tuple[str, ...] = ("text",)) -> str:
+    """The text of a string or of a list of content blocks (strings, ``{"type": "text",
+    "text": ...}``), images and documents as placeholders; other blocks are skipped."""
+    if isinstance(content, str):
+        return text(content)
+    parts: list[str] = []
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, str):
+            parts.append(text(block))
+        elif isinstance(block, dict):
+            btype = block.get("type")
+            if btype in types or (btype is None and isinstance(block.get("text"), str)):
+                parts.append(text(block.get("text")))
+            elif btype in ("image", "image_url", "input_image"):
+                parts.append("[image]")
+            elif btype in ("document", "file"):
+                parts.append("[file]")
+    return "\n".join(p for p in parts if p)
+
+
+def int_or_none(value: Any) -> int | None:
+    """`value` when it is an integer (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -7,7 +7,8 @@ import hashlib
 import pytest
 
 from pgsearch.db.store import FileRecord
-from pgsearch.ingest import FILE_WINDOW, Resume, file_windows, project_of, resume_point, same_prefix
+from pgsearch.ingest import FILE_WINDOW, Resume, file_windows, resume_point, same_prefix
+from pgsearch.userconfig import project_of
 
 PARSER = "claude-code/2"
 

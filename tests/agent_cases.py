@@ -1,0 +1,123 @@
+"""The hand-written agent-log fixtures of the agents added after the first four, and
+what each must yield: shared by the unit tests and the tests on a real server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """One agent's fixture: the file ingest reads and facts about its main session."""
+
+    format: str
+    path: Path
+    session_id: str
+    #: A word the person typed, found as ``user_text`` in that session.
+    user_word: str
+    #: Words of a failed tool result, found as ``tool_error``.
+    error_words: str
+    #: The tool the error came from.
+    error_tool: str
+    title: str | None = None
+    #: A sub-agent (or branch) session of the file, and a word found in it.
+    child_session: str | None = None
+    child_word: str | None = None
+    cwd: str | None = None
+    #: Tells apart two cases of one format.
+    name: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.name or self.format
+
+
+COPILOT_SID = "6d1f0c2e-93a4-4b7e-8c15-2f9e0a7b3d48"
+PI_SID = "019c44a1-7e2b-7d90-b3f4-5a6c7d8e9f01"
+OPENCLAW_SID = "3b0e6f52-2c71-4d89-a0b4-97e1c5d2f6a8"
+KIMI_SID = "0e8d4c7a-5b21-4f36-9a0c-d18e7b64f2a3"
+KIMI_CODE_SID = "41c7e0b2-6d8a-4f19-b3e5-02a9c8d7f614"
+KIMI_CODE_AGENTS = (
+    FIXTURES
+    / "kimi"
+    / ".kimi-code"
+    / "sessions"
+    / "wd_harbor_5be0c41a9d27"
+    / f"session_{KIMI_CODE_SID}"
+    / "agents"
+)
+
+CASES = (
+    Case(
+        format="copilot-cli",
+        path=FIXTURES / "copilot-cli" / "session-state" / COPILOT_SID / "events.jsonl",
+        session_id=COPILOT_SID,
+        user_word="southern hemisphere",
+        error_words="KeyError winter",
+        error_tool="bash",
+        title="Southern hemisphere tide charts",
+        child_session=f"{COPILOT_SID}/agent-call_task_31",
+        child_word="almanac",
+        cwd="/home/dev/projects/tidepool",
+    ),
+    Case(
+        format="pi",
+        path=FIXTURES
+        / "pi"
+        / "sessions"
+        / "--home-dev-projects-quill--"
+        / f"2026-03-02T10-14-07-512Z_{PI_SID}.jsonl",
+        session_id=PI_SID,
+        user_word="exporter drops footnotes",
+        error_words="test_footnote_with_code missing",
+        error_tool="bash",
+        title="Footnotes with inline code",
+        cwd="/home/dev/projects/quill",
+    ),
+    Case(
+        format="openclaw",
+        path=FIXTURES
+        / "openclaw"
+        / ".openclaw"
+        / "agents"
+        / "main"
+        / "sessions"
+        / f"{OPENCLAW_SID}.jsonl",
+        session_id=OPENCLAW_SID,
+        user_word="greenhouse",
+        error_words="permission denied sensors.log",
+        error_tool="read",
+        title="Greenhouse sensor cron",
+        cwd="/home/dev/.openclaw/workspace",
+    ),
+    Case(
+        format="kimi",
+        name="kimi-cli",
+        path=FIXTURES
+        / "kimi"
+        / ".kimi"
+        / "sessions"
+        / "9f3c2b71d04e8a65c1b7e2f09a4d3c58"
+        / KIMI_SID
+        / "wire.jsonl",
+        session_id=KIMI_SID,
+        user_word="invoice export",
+        error_words="offset-naive datetimes",
+        error_tool="Shell",
+        child_session=f"{KIMI_SID}/agent-7f2c",
+        child_word="Auckland",
+    ),
+    Case(
+        format="kimi",
+        name="kimi-code",
+        path=KIMI_CODE_AGENTS / "main" / "wire.jsonl",
+        session_id=KIMI_CODE_SID,
+        user_word="berth scheduler",
+        error_words="slot 14 booked twice",
+        error_tool="Bash",
+        cwd="/home/dev/projects/harbor",
+    ),
+)

@@ -1,0 +1,73 @@
+"""The agents added after the first four against the real server: ingest, search,
+around, titles, sub-agents, idempotent re-ingest and growth under ``--watch``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pgsearch import PgSearch, SessionQueryRequest
+from pgsearch.watch import Watcher
+from tests.agent_cases import CASES, Case
+from tests.helpers import assert_statistics_exact
+
+
+def search(pg: PgSearch, query: str, **kw: object) -> list[tuple[str, str, str | None]]:
+    result = pg.provider(workspace="w").search(SessionQueryRequest(query=query, **kw))  # type: ignore[arg-type]
+    return [(m.session_id, m.kind, m.tool_name) for m in result.matches]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_ingest_search_around_for_each_agent(case: Case, pg: PgSearch, dsn: str) -> None:
+    result = pg.ingest_file(case.path, workspace="w")
+    assert (result.error, result.format) == (None, case.format)
+    assert result.messages > 0
+    hits = pg.provider(workspace="w").search(SessionQueryRequest(query=case.user_word))
+    top = hits.matches[0]
+    assert (top.session_id, top.kind, top.role) == (case.session_id, "user_text", "user")
+    window = pg.provider(workspace="w").around(top.session_id, top.seq, before=2, after=2)
+    assert any(m.seq == top.seq for m in window.messages)
+    assert (
+        case.user_word
+        in window.messages[[m.seq for m in window.messages].index(top.seq)].content.lower()
+    )
+    errors = search(pg, case.error_words, kinds=("tool_error",))
+    assert errors and errors[0][1:] == ("tool_error", case.error_tool)
+    sessions = {s.session_id: s for s in pg.sessions(workspace="w")}
+    if case.title is not None:
+        assert sessions[case.session_id].title == case.title
+    if case.child_session is not None:
+        assert sessions[case.child_session].parent_session_id == case.session_id
+        [child_hit] = [h for h in search(pg, case.child_word or "") if h[0] == case.child_session]
+        assert child_hit[1] != "user_text"
+    again = pg.ingest_file(case.path, workspace="w")  # its torn last line still waits
+    assert (again.messages, again.skipped, again.rewritten, again.bad_lines) == (0, 0, False, 0)
+    assert_statistics_exact(dsn, "w")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_a_log_growing_under_watch_lands_once(
+    case: Case, pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    data = case.path.read_bytes()
+    if not data.endswith(b"\n") and data.rfind(b"\n") > 0:
+        data = data[: data.rfind(b"\n") + 1]
+    target = tmp_path / case.path.relative_to(case.path.parents[1])
+    target.parent.mkdir(parents=True)
+    lines = data.splitlines(keepends=True)
+    half = len(lines) // 2
+    target.write_bytes(b"".join(lines[:half]))
+    watcher = Watcher(lambda p: pg.ingest_file(p, workspace="w"), [tmp_path], interval=0.01)
+    first = sum(r.messages for r in watcher.poll())
+    assert watcher.poll() == []
+    with target.open("ab") as fh:
+        fh.write(b"".join(lines[half:]))
+    second = sum(r.messages for r in watcher.poll())
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    shutil.copyfile(target, whole / target.name)
+    alone = pg.ingest_file(whole / target.name, workspace="w2")
+    assert first + second == alone.messages
+    assert_statistics_exact(dsn, "w")

@@ -1,0 +1,169 @@
+"""The agents added after the first four, without a database: detection, the mapping
+to kinds, tool errors, titles, sub-agents and the per-line policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgsearch import adapters
+from pgsearch.adapters import Parsed
+from pgsearch.messages import Entry
+from tests.agent_cases import CASES, COPILOT_SID, Case
+
+LINE_CASES = [c for c in CASES if not adapters.ADAPTERS[c.format].is_document(c.path.read_bytes())]
+
+
+def parse_all(path: Path, start: int = 0, first_line: int = 0, data: bytes | None = None) -> Parsed:
+    data = path.read_bytes() if data is None else data
+    adapter = adapters.ADAPTERS[adapters.detect_format(data, path=str(path))]
+    header = adapter.header(data, default_session=path.stem, path=path)
+    return adapter.parse(data, start, first_line, path=str(path), header=header)
+
+
+def shape(entries: list[Entry]) -> list[tuple[str, str, str, str | None]]:
+    return [(e.session_id, e.role, e.kind, e.tool_name) for e in entries]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_each_agent_is_detected_without_a_format_and_names_its_session(case: Case) -> None:
+    data = case.path.read_bytes()
+    assert adapters.detect_format(data, path=str(case.path)) == case.format
+    header = adapters.ADAPTERS[case.format].header(
+        data, default_session=case.path.stem, path=case.path
+    )
+    assert header.session_id == case.session_id
+    assert header.cwd == case.cwd
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_each_agent_maps_prompts_tool_errors_titles_and_sub_agents(case: Case) -> None:
+    parsed = parse_all(case.path)
+    assert parsed.problems == []
+    mine = [e for e in parsed.entries if e.session_id == case.session_id]
+    users = " ".join(e.content.lower() for e in mine if e.kind == "user_text")
+    assert case.user_word in users
+    errors = [e for e in parsed.entries if e.kind == "tool_error"]
+    assert any(e.tool_name == case.error_tool for e in errors)
+    assert all(e.role == "tool" for e in errors)
+    calls = [e for e in parsed.entries if e.kind == "tool_input"]
+    assert calls and all(e.tool_name and e.arguments.startswith(e.tool_name) for e in calls)
+    assert all(e.created_at is not None for e in parsed.entries)
+    if case.title is not None:
+        assert parsed.titles[case.session_id].title == case.title
+    if case.child_session is not None:
+        assert parsed.parents[case.child_session] == case.session_id
+        child = [e for e in parsed.entries if e.session_id == case.child_session]
+        assert child and all(e.role != "user" for e in child)  # nobody typed into it
+        assert case.child_word in " ".join(e.content for e in child)
+
+
+@pytest.mark.parametrize("case", LINE_CASES, ids=lambda c: c.id)
+def test_a_torn_last_line_waits_and_the_rest_reads_the_same_from_any_line(case: Case) -> None:
+    data = case.path.read_bytes()
+    assert not data.endswith(b"\n")  # each fixture ends in a line still being written
+    whole = parse_all(case.path)
+    assert whole.problems == [] and whole.consumed == data.rfind(b"\n") + 1
+    lines = data[: whole.consumed].split(b"\n")
+    for cut in range(1, len(lines) - 1):
+        start = sum(len(line) + 1 for line in lines[:cut])
+        tail = parse_all(case.path, start, cut)
+        assert shape(tail.entries) == shape(whole.entries[len(whole.entries) - len(tail.entries) :])
+
+
+def test_copilot_cli_events_map_to_kinds_tools_and_sub_agents() -> None:
+    [case] = [c for c in CASES if c.format == "copilot-cli"]
+    parsed = parse_all(case.path)
+    sub = f"{COPILOT_SID}/agent-call_task_31"
+    assert [(e.session_id == sub, e.role, e.kind, e.tool_name) for e in parsed.entries] == [
+        (False, "system", "system", None),  # folder trust notice
+        (False, "user", "user_text", None),
+        (False, "assistant", "assistant_text", None),
+        (False, "assistant", "tool_input", "bash"),
+        (False, "tool", "tool_output", "bash"),
+        (False, "assistant", "assistant_text", None),
+        (False, "assistant", "tool_input", "bash"),
+        (False, "tool", "tool_error", "bash"),  # success: false
+        (False, "assistant", "tool_input", "task"),
+        (True, "assistant", "assistant_text", None),
+        (True, "assistant", "tool_input", "view"),
+        (True, "tool", "tool_error", "view"),
+        (True, "assistant", "assistant_text", None),
+        (False, "tool", "tool_output", "task"),
+        (False, "assistant", "assistant_text", None),
+        (False, "system", "system", None),  # abort
+        (False, "system", "system", None),  # session.error
+    ]
+    user = parsed.entries[1]
+    assert user.content.endswith("[file: charts.py]")
+    assert parsed.titles[sub].title == "Explore agent" and parsed.titles[sub].auto
+    assert parsed.unknown == {"session.snapshot_rewind": 1}  # a newer event type, counted
+
+
+def test_pi_keeps_every_branch_and_maps_shell_commands_and_summaries() -> None:
+    [case] = [c for c in CASES if c.format == "pi"]
+    parsed = parse_all(case.path)
+    assert [(e.role, e.kind, e.tool_name) for e in parsed.entries] == [
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),  # the thinking block is not stored
+        ("assistant", "tool_input", "read"),
+        ("tool", "tool_output", "read"),
+        ("assistant", "assistant_text", None),
+        ("assistant", "tool_input", "bash"),
+        ("tool", "tool_error", "bash"),  # isError
+        ("user", "user_text", None),  # ! rg … typed by the person
+        ("system", "summary", None),  # compaction
+        ("system", "summary", None),  # the abandoned branch's summary
+        ("user", "user_text", None),  # the new branch, from the first prompt
+        ("assistant", "assistant_text", None),
+    ]
+    entries = parsed.entries
+    assert entries[7].content == "! rg -n 'footnote_code' docs/"  # rg found nothing: no error
+    assert entries[10].extra is not None and entries[10].extra["parent_id"] == "4a06b82b"
+    assert entries[8].summary is not None and "FOOTNOTE_RE" in entries[8].summary
+    assert parsed.unknown == {"checkpoint": 1}
+
+
+def test_openclaw_is_told_from_pi_by_where_it_lives(tmp_path: Path) -> None:
+    [case] = [c for c in CASES if c.format == "openclaw"]
+    data = case.path.read_bytes()
+    assert adapters.detect_format(data, path=str(case.path)) == "openclaw"
+    moved = tmp_path / "elsewhere.jsonl"
+    assert adapters.detect_format(data, path=str(moved)) == "pi"
+
+
+def test_kimi_cli_sub_agent_events_form_a_session_and_its_copy_is_not_stored() -> None:
+    [case] = [c for c in CASES if c.id == "kimi-cli"]
+    parsed = parse_all(case.path)
+    sub = f"{case.session_id}/agent-7f2c"
+    child = [(e.role, e.kind, e.tool_name) for e in parsed.entries if e.session_id == sub]
+    assert child == [
+        ("assistant", "assistant_text", None),  # the prompt, from the parent agent
+        ("assistant", "tool_input", "ReadFile"),
+        ("tool", "tool_output", "ReadFile"),
+        ("assistant", "assistant_text", None),
+    ]
+    kinds = [(e.role, e.kind) for e in parsed.entries if e.session_id == case.session_id]
+    assert kinds[-2:] == [("user", "user_text"), ("assistant", "assistant_text")]  # /btw
+    assert parsed.unknown == {"McpOAuthPrompt": 1}
+    copy = case.path.parent / "subagents" / "agent-7f2c" / "wire.jsonl"
+    again = parse_all(copy)
+    assert (again.entries, again.recognised) == ([], 1)
+
+
+def test_kimi_code_agents_other_than_main_are_sub_agent_sessions() -> None:
+    from tests.agent_cases import KIMI_CODE_AGENTS, KIMI_CODE_SID
+
+    main = parse_all(KIMI_CODE_AGENTS / "main" / "wire.jsonl")
+    assert [e.kind for e in main.entries].count("user_text") == 1  # the prompt, once
+    assert main.unknown == {"context.append_loop_event/artifact.preview": 1}
+    path = KIMI_CODE_AGENTS / "agent-0" / "wire.jsonl"
+    child = parse_all(path)
+    sub = f"{KIMI_CODE_SID}/agent-0"
+    assert child.parents == {sub: KIMI_CODE_SID}
+    assert next((e.session_id, e.role, e.kind) for e in child.entries) == (
+        sub,
+        "assistant",
+        "assistant_text",
+    )
