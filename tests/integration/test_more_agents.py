@@ -71,3 +71,10 @@ def test_a_log_growing_under_watch_lands_once(
     alone = pg.ingest_file(whole / target.name, workspace="w2")
     assert first + second == alone.messages
     assert_statistics_exact(dsn, "w")
+
+
+def test_unknown_event_types_are_counted_in_the_summary(pg: PgSearch) -> None:
+    [case] = [c for c in CASES if c.id == "codex-drift"]
+    report = pg.ingest_paths([case.path], workspace="w")
+    assert report.errors == [] and report.unknown_events == 2
+    assert "; 2 events of unknown types skipped" in report.summary()
