@@ -30,6 +30,7 @@ from pgsearch.adapters import (
     claude_code,
     codex,
     copilot_cli,
+    droid,
     gemini,
     kimi,
     openai,
@@ -50,7 +51,8 @@ COPILOT_CLI = copilot_cli.NAME
 PI = pi.NAME
 OPENCLAW = pi.OPENCLAW
 KIMI = kimi.NAME
-FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE, COPILOT_CLI, PI, OPENCLAW, KIMI)
+DROID = droid.NAME
+FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE, COPILOT_CLI, PI, OPENCLAW, KIMI, DROID)
 #: Choices of ``pgsearch ingest --format``.
 FORMAT_CHOICES = (AUTO, *FORMATS)
 #: Lines looked at to recognise a file's format.
@@ -176,6 +178,14 @@ ADAPTERS = {
         label=kimi.LABEL,
         locations=kimi.LOCATIONS,
     ),
+    DROID: Adapter(
+        name=DROID,
+        version=droid.VERSION,
+        header=droid.header,
+        parse=droid.parse,
+        label=droid.LABEL,
+        locations=droid.LOCATIONS,
+    ),
 }
 
 
@@ -270,6 +280,7 @@ def _document(data: bytes) -> Any:
 _LINE_TESTS: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
     (CODEX, codex.looks_like),
     (COPILOT_CLI, copilot_cli.looks_like),
+    (DROID, droid.looks_like),
     (PI, pi.looks_like),
     (KIMI, kimi.looks_like),
     (CLAUDE_CODE, claude_code.looks_like),
@@ -357,6 +368,7 @@ __all__ = [
     "CLAUDE_CODE",
     "CODEX",
     "COPILOT_CLI",
+    "DROID",
     "FORMATS",
     "FORMAT_CHOICES",
     "GEMINI",

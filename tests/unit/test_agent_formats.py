@@ -188,3 +188,20 @@ def test_a_codex_rollout_of_a_newer_codex_is_read_and_what_is_unknown_counted() 
     # A rollout made only of types this mapping does not know is still Codex's.
     line = b'{"timestamp":"2026-06-03T08:00:01Z","type":"world_model","payload":{"x":1}}\n'
     assert adapters.detect_format(line) == "codex"
+
+
+def test_droid_messages_map_like_the_messages_api_and_reminders_are_system() -> None:
+    [case] = [c for c in CASES if c.format == "droid"]
+    parsed = parse_all(case.path)
+    assert [(e.role, e.kind, e.tool_name) for e in parsed.entries] == [
+        ("system", "system", None),  # <system-reminder> before the prompt
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),
+        ("assistant", "tool_input", "Grep"),
+        ("tool", "tool_output", "Grep"),
+        ("assistant", "tool_input", "Execute"),
+        ("tool", "tool_error", "Execute"),
+        ("assistant", "assistant_text", None),
+    ]
+    assert parsed.entries[1].content.startswith("The nightly reconcile job")
+    assert parsed.unknown == {"tool_permission": 1}
