@@ -36,6 +36,7 @@ from pgsearch.adapters import (
     openai,
     opencode,
     pi,
+    qwen,
 )
 from pgsearch.adapters.common import FileHeader, LeafTitle, Parsed, SessionTitle, head_objects
 from pgsearch.errors import ConfigError, IngestError
@@ -52,7 +53,20 @@ PI = pi.NAME
 OPENCLAW = pi.OPENCLAW
 KIMI = kimi.NAME
 DROID = droid.NAME
-FORMATS = (OPENAI, CLAUDE_CODE, CODEX, GEMINI, OPENCODE, COPILOT_CLI, PI, OPENCLAW, KIMI, DROID)
+QWEN = qwen.NAME
+FORMATS = (
+    OPENAI,
+    CLAUDE_CODE,
+    CODEX,
+    GEMINI,
+    OPENCODE,
+    COPILOT_CLI,
+    PI,
+    OPENCLAW,
+    KIMI,
+    DROID,
+    QWEN,
+)
 #: Choices of ``pgsearch ingest --format``.
 FORMAT_CHOICES = (AUTO, *FORMATS)
 #: Lines looked at to recognise a file's format.
@@ -186,6 +200,14 @@ ADAPTERS = {
         label=droid.LABEL,
         locations=droid.LOCATIONS,
     ),
+    QWEN: Adapter(
+        name=QWEN,
+        version=qwen.VERSION,
+        header=qwen.header,
+        parse=qwen.parse,
+        label=qwen.LABEL,
+        locations=qwen.LOCATIONS,
+    ),
 }
 
 
@@ -283,6 +305,7 @@ _LINE_TESTS: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
     (DROID, droid.looks_like),
     (PI, pi.looks_like),
     (KIMI, kimi.looks_like),
+    (QWEN, qwen.looks_like),
     (CLAUDE_CODE, claude_code.looks_like),
     (GEMINI, gemini.looks_like_line),
     (OPENCODE, opencode.looks_like_document),
@@ -377,6 +400,7 @@ __all__ = [
     "OPENCLAW",
     "OPENCODE",
     "PI",
+    "QWEN",
     "Adapter",
     "FileHeader",
     "LeafTitle",

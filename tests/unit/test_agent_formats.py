@@ -205,3 +205,27 @@ def test_droid_messages_map_like_the_messages_api_and_reminders_are_system() -> 
     ]
     assert parsed.entries[1].content.startswith("The nightly reconcile job")
     assert parsed.unknown == {"tool_permission": 1}
+
+
+def test_qwen_code_records_rewritten_under_one_uuid_count_once() -> None:
+    [case] = [c for c in CASES if c.format == "qwen"]
+    parsed = parse_all(case.path)
+    assert [(e.role, e.kind, e.tool_name) for e in parsed.entries] == [
+        ("user", "user_text", None),
+        ("system", "system", None),  # context a hook added to the prompt
+        ("assistant", "assistant_text", None),  # the record as completed, once
+        ("assistant", "tool_input", "search_file_content"),
+        ("tool", "tool_output", "search_file_content"),
+        ("assistant", "tool_input", "run_shell_command"),
+        ("tool", "tool_error", "run_shell_command"),
+        ("assistant", "assistant_text", None),
+        ("system", "summary", None),  # the compressed history
+    ]
+    title = parsed.titles[case.session_id]
+    assert (title.title, title.auto) == ("Pear rows skipped after frost", True)
+    assert parsed.unknown == {"checkpoint": 1}
+    # A record read in an earlier pass and written again: the file is read again.
+    data = case.path.read_bytes()
+    lines = data.split(b"\n")
+    start = sum(len(line) + 1 for line in lines[:2])  # the first, thought-only copy read
+    assert parse_all(case.path, start, 2).restart
