@@ -19,8 +19,17 @@ normal installation. Beside each median wall time is the median CPU time (user +
 system) of the command's own process tree: on a busy machine the wall time mostly
 measures the wait for a core, the CPU time what the command itself costs.
 
+With hyperfine installed (``apt install hyperfine``) the warm figures are also
+measured by hyperfine in one run: ``psql -c 'select 1'`` against the same server
+(the floor of any command that asks PostgreSQL something), ``pgsearch --help`` and
+the warm search through ``--dsn``, each as the installed ``pgsearch`` script runs
+(no ``python -m``). ``--base DIR`` adds the same commands of another checkout (its
+``.venv``) to that run, for a before/after comparison on the same machine at the
+same time; the table gives each command's ratio to ``psql``.
+
 ``python -m bench.startup --runs 10`` prints a table and writes
-``bench/RESULTS-startup.json``.
+``bench/RESULTS-startup.json``; ``--hyperfine-only`` skips the embedded server's
+figures (a minute or more).
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -36,7 +46,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -121,11 +132,33 @@ def _fresh_home() -> Path:
     return base
 
 
-def measure(runs: int, server_dsn: str) -> dict[str, dict[str, float]]:
-    results: dict[str, dict[str, float]] = {}
-    results["import pgsearch.cli"] = _repeat(runs, lambda: _python("import pgsearch.cli"))
-    results["pgsearch --help"] = _repeat(runs, lambda: _pgsearch(["--help"], _env(None)))
+@contextmanager
+def _server_database(server_dsn: str) -> Iterator[str]:
+    """A fresh database on the system server, migrated, holding the examples."""
+    name = f"pgsearch_bench_startup_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL(
+                "CREATE DATABASE {} ENCODING 'UTF8' TEMPLATE template0 "
+                "LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'"
+            ).format(sql.Identifier(name))
+        )
+    try:
+        dsn = make_conninfo(server_dsn, dbname=name)
+        env = _env(None)
+        _pgsearch(["--dsn", dsn, "migrate"], env)
+        _pgsearch(["--dsn", dsn, "ingest", str(EXAMPLES), "-w", "demo", "-q"], env)
+        yield dsn
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
+
+def measure_embedded(runs: int) -> dict[str, dict[str, float]]:
+    """The embedded server's figures: first run, cold and warm searches."""
+    results: dict[str, dict[str, float]] = {}
     first: list[float] = []
     _last_cpu.clear()
     for _ in range(max(2, runs // 4)):
@@ -150,29 +183,93 @@ def measure(runs: int, server_dsn: str) -> dict[str, dict[str, float]]:
             [sys.executable, "-m", "pgsearch", "server", "stop"], env=env, capture_output=True
         )
         shutil.rmtree(base, ignore_errors=True)
-
-    name = f"pgsearch_bench_startup_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL(
-                "CREATE DATABASE {} ENCODING 'UTF8' TEMPLATE template0 "
-                "LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'"
-            ).format(sql.Identifier(name))
-        )
-    try:
-        dsn = make_conninfo(server_dsn, dbname=name)
-        env = _env(None)
-        _pgsearch(["--dsn", dsn, "migrate"], env)
-        _pgsearch(["--dsn", dsn, "ingest", str(EXAMPLES), "-w", "demo", "-q"], env)
-        results["warm search, system server"] = _repeat(
-            runs, lambda: _pgsearch(["--dsn", dsn, *QUERY], env)
-        )
-    finally:
-        with psycopg.connect(server_dsn, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
     return results
+
+
+def measure(runs: int, server_dsn: str, *, embedded: bool = True) -> dict[str, dict[str, float]]:
+    results: dict[str, dict[str, float]] = {}
+    results["import pgsearch.cli"] = _repeat(runs, lambda: _python("import pgsearch.cli"))
+    results["pgsearch --help"] = _repeat(runs, lambda: _pgsearch(["--help"], _env(None)))
+    if embedded:
+        results.update(measure_embedded(runs))
+    with _server_database(server_dsn) as dsn:
+        results["warm search, system server"] = _repeat(
+            runs, lambda: _pgsearch(["--dsn", dsn, *QUERY], _env(None))
+        )
+    return results
+
+
+def _script(checkout: Path) -> str:
+    """The installed ``pgsearch`` script of a checkout's ``.venv`` (this one's: ours)."""
+    here = Path(sys.executable).parent / "pgsearch"
+    if checkout == ROOT and here.exists():
+        return str(here)
+    script = checkout / ".venv" / "bin" / "pgsearch"
+    if not script.exists():
+        raise SystemExit(f"no {script}: make that checkout's venv first")
+    return str(script)
+
+
+def hyperfine(
+    runs: int, server_dsn: str, *, base: Path | None = None
+) -> dict[str, dict[str, float]]:
+    """``psql -c 'select 1'``, ``pgsearch --help`` and a warm search, timed by hyperfine
+    in one run (and the same commands of the checkout `base`, when given)."""
+    if shutil.which("hyperfine") is None or shutil.which("psql") is None:
+        raise SystemExit("hyperfine and psql are needed (apt install hyperfine postgresql-client)")
+    checkouts = {"": ROOT} if base is None else {"": ROOT, " (base)": base.resolve()}
+    with _server_database(server_dsn) as dsn:
+        commands = {"psql -c 'select 1'": shlex.join(["psql", dsn, "-qAt", "-c", "select 1"])}
+        for tag, checkout in checkouts.items():
+            script = _script(checkout)
+            commands[f"pgsearch --help{tag}"] = shlex.join([script, "--help"])
+            commands[f"warm search, system server{tag}"] = shlex.join(
+                [script, "--dsn", dsn, *QUERY]
+            )
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "hyperfine.json"
+            names = []
+            for name, command in commands.items():
+                names += ["-n", name, command]
+            subprocess.run(
+                [
+                    "hyperfine",
+                    "-N",
+                    "--warmup",
+                    "3",
+                    "--runs",
+                    str(runs),
+                    "--export-json",
+                    str(out),
+                    "--style",
+                    "none",
+                    *names,
+                ],
+                check=True,
+                env=_env(None),
+                stdout=subprocess.DEVNULL,
+            )
+            data = json.loads(out.read_text(encoding="utf-8"))
+    results: dict[str, dict[str, float]] = {}
+    floor = None
+    for row in data["results"]:
+        figures = {
+            "runs": len(row["times"]),
+            "median_ms": round(row["median"] * 1000, 1),
+            "min_ms": round(row["min"] * 1000, 1),
+            "max_ms": round(row["max"] * 1000, 1),
+            "cpu_median_ms": round((row["user"] + row["system"]) * 1000, 1),
+        }
+        if floor is None:
+            floor = row["median"]
+        figures["vs_psql"] = round(row["median"] / floor, 2)
+        results[f"hyperfine: {row['command']}"] = figures
+    return results
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,16 +281,30 @@ def main(argv: list[str] | None = None) -> int:
         help="Admin connection to the system server for the comparison.",
     )
     parser.add_argument(
+        "--base", type=Path, default=None, help="Another checkout to time in the same run."
+    )
+    parser.add_argument(
+        "--hyperfine-only", action="store_true", help="Only the figures hyperfine measures."
+    )
+    parser.add_argument(
         "--out", type=Path, default=ROOT / "bench" / "RESULTS-startup.json", help="JSON output."
     )
     args = parser.parse_args(argv)
-    results = measure(args.runs, args.dsn)
-    print(f"{'whole process':45} {'median':>9} {'min':>9} {'max':>9} {'CPU':>9}")
+    load_before = _load()
+    results: dict[str, dict[str, float]] = {}
+    if not args.hyperfine_only:
+        results.update(measure(args.runs, args.dsn))
+    if shutil.which("hyperfine") is not None or args.hyperfine_only:
+        results.update(hyperfine(args.runs, args.dsn, base=args.base))
+    print(f"load average before {load_before}, after {_load()}")
+    print(f"{'whole process':50} {'median':>9} {'min':>9} {'max':>9} {'CPU':>9} {'/psql':>6}")
     for what, row in results.items():
+        ratio = f"{row['vs_psql']:>6.2f}" if "vs_psql" in row else ""
         print(
-            f"{what:45} {row['median_ms']:>7.0f}ms {row['min_ms']:>7.0f}ms "
-            f"{row['max_ms']:>7.0f}ms {row['cpu_median_ms']:>7.0f}ms"
+            f"{what:50} {row['median_ms']:>7.0f}ms {row['min_ms']:>7.0f}ms "
+            f"{row['max_ms']:>7.0f}ms {row['cpu_median_ms']:>7.0f}ms {ratio}"
         )
+    results["load average"] = {"before": load_before, "after": _load()}  # type: ignore[dict-item]
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0
 

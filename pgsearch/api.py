@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgsearch import windows
-from pgsearch.db import migrate as migrations
 from pgsearch.db import store
 from pgsearch.db.store import Driver, DriverConfig, Store, Unit, router_for
 from pgsearch.errors import ConfigError
@@ -174,6 +173,9 @@ class PgSearch:
         With `distribute`, a schema whose tables are local is then distributed over
         the Citus cluster the database belongs to, rows included (`pgsearch.db.citus`).
         """
+        # Imported here: no other call needs the migration machinery.
+        from pgsearch.db import migrate as migrations
+
         target = Settings.from_env().dsn if dsn is None else dsn
         if create:
             migrations.create_database(target)

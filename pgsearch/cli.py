@@ -20,7 +20,7 @@ import click
 
 from pgsearch import adapters, embedded, policy
 from pgsearch.errors import ConfigError, IngestError, PgSearchError
-from pgsearch.settings import Settings
+from pgsearch.settings import DEFAULT_WATCH_INTERVAL, Settings
 from pgsearch.terminal import json_safe, terminal_safe
 from pgsearch.types import (
     DEFAULT_CONTEXT,
@@ -31,7 +31,6 @@ from pgsearch.types import (
     SessionQueryResult,
     Window,
 )
-from pgsearch.watch import DEFAULT_INTERVAL
 
 if TYPE_CHECKING:
     from pgsearch.api import PgSearch
@@ -266,7 +265,7 @@ def migrate(ctx: Context, revision: str, create: bool, downgrade: bool, distribu
 )
 @click.option(
     "--interval",
-    default=DEFAULT_INTERVAL,
+    default=DEFAULT_WATCH_INTERVAL,
     show_default=True,
     type=click.FloatRange(min=0.05),
     help="Seconds between polls with --watch.",

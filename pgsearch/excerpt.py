@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache, lru_cache
+from itertools import accumulate
 
 from pgsearch.normalize import (
     LETTER_FOLD,
@@ -104,18 +106,51 @@ _FOLDS = tuple((chr(k), str(v)) for k, v in LETTER_FOLD.items())
 MAX_MATCHED_CHARS = 65_536
 
 
-@lru_cache(maxsize=256)
-def _ascii_re(terms: frozenset[str]) -> re.Pattern[str] | None:
-    """The words of ASCII text that `match_spans` marks for `terms`, as one pattern: a
-    word equal to a term (case-insensitive), or starting with a term of the longest
-    kept length (longer words are indexed by that prefix)."""
-    exact = sorted((t for t in terms if t.isascii() and len(t) < MAX_TERM_CHARS), key=len)
-    prefixes = sorted(t for t in terms if t.isascii() and len(t) >= MAX_TERM_CHARS)
-    parts = [re.escape(t) + "(?![A-Za-z0-9])" for t in reversed(exact)]
-    parts += [re.escape(t) + "[A-Za-z0-9]*" for t in prefixes]
-    if not parts:
-        return None
-    return re.compile("(?<![A-Za-z0-9])(?:" + "|".join(parts) + ")", re.IGNORECASE)
+#: Characters a word of ASCII text cannot touch to be matched on its own: the ASCII
+#: letters and digits, and the four other characters that a case-insensitive match of
+#: them accepts (dotted and dotless i, long s, Kelvin sign).
+_WORD_NEIGHBOURS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\u0130\u0131\u017f\u212a"
+)
+_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+@lru_cache(maxsize=4096)
+def _ascii_terms(terms: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The terms ASCII words can match: those matched whole, and those of the longest
+    kept length, which match the words they start (longer words are indexed by that
+    prefix); None when there are neither."""
+    exact = tuple(t for t in terms if t.isascii() and len(t) < MAX_TERM_CHARS)
+    prefixes = tuple(t for t in terms if t.isascii() and len(t) >= MAX_TERM_CHARS)
+    return (exact, prefixes) if exact or prefixes else None
+
+
+def _ascii_spans(
+    text: str, terms: tuple[tuple[str, ...], tuple[str, ...]], start: int, end: int
+) -> list[tuple[int, int]]:
+    """The words of ``text[start:end]`` (ASCII only) that `match_spans` marks, in order:
+    a word (a run of ASCII letters and digits) equal to an exact term whatever its case,
+    or starting with a prefix term. Found with `str.find`, so a search's terms need no
+    pattern compiled for each message's own set of them."""
+    exact, prefixes = terms
+    low = text[start:end].lower()
+    found: dict[int, int] = {}
+    for group, whole in ((exact, True), (prefixes, False)):
+        for t in group:
+            i = low.find(t)
+            while i != -1:
+                a = start + i
+                b = a + len(t)
+                if a not in found and (a == 0 or text[a - 1] not in _WORD_NEIGHBOURS):
+                    if whole:
+                        if b == end or text[b] not in _WORD_NEIGHBOURS:
+                            found[a] = b
+                    else:
+                        while b < end and text[b] in _ASCII_ALNUM:
+                            b += 1
+                        found[a] = b
+                i = low.find(t, i + 1)
+    return sorted(found.items())
 
 
 _NON_ASCII_RE = re.compile(r"[^\x00-\x7f]+")
@@ -166,7 +201,8 @@ def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
     """Character spans of `text` whose words normalise to one of `terms`.
 
     The words around non-ASCII characters are matched one by one; the ASCII text
-    between them by one pattern (`_ascii_re`), which marks the same words.
+    between them by finding the terms in it (`_ascii_spans`), which marks the same
+    words.
     """
     wanted = frozenset(terms)
     if not wanted:
@@ -176,7 +212,7 @@ def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
 
 def _iter_spans(text: str, wanted: frozenset[str]) -> Iterator[tuple[int, int]]:
     """`match_spans`' spans in order of their start, found as they are needed."""
-    pattern = _ascii_re(wanted)
+    pattern = _ascii_terms(wanted)
     pos = 0
     for run in _NON_ASCII_RE.finditer(text):
         if run.end() <= pos:
@@ -187,11 +223,11 @@ def _iter_spans(text: str, wanted: frozenset[str]) -> Iterator[tuple[int, int]]:
         head = _head_re().match(text, run.end(), run.end() + _LONG_REACH)
         hi = run.end() if head is None else head.end()
         if pattern is not None and lo > pos:
-            yield from (m.span() for m in pattern.finditer(text, pos, lo))
+            yield from _ascii_spans(text, pattern, pos, lo)
         yield from _word_spans(text, wanted, lo, hi)
         pos = hi
     if pattern is not None and pos < len(text):
-        yield from (m.span() for m in pattern.finditer(text, pos))
+        yield from _ascii_spans(text, pattern, pos, len(text))
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -332,30 +368,13 @@ def make_excerpt(
     budget = max(max_bytes - 2 * utf8_len(ELLIPSIS), 16)
     anchor = best_anchor(flat, spans, budget)
     # A third of the room before the match, the rest after it.
-    start = anchor
-    used = 0
-    lead = budget // 3 if anchor else 0
-    while start > 0:
-        size = utf8_len(flat[start - 1])
-        if used + size > lead:
-            break
-        used += size
-        start -= 1
+    start = lead_start(flat, anchor, budget // 3 if anchor else 0)
     # Do not open in the middle of a word unless that word is huge.
     if start > 0 and flat[start - 1] != " ":
         space = flat.find(" ", start, anchor)
         if space != -1:
             start = space + 1
-    end = start
-    total = 0
-    inside = [s for s in spans if s[0] >= start]
-    for ch_i in range(start, len(flat)):
-        size = utf8_len(flat[ch_i])
-        marks = 4 * sum(1 for s in inside if s[0] == ch_i)
-        if total + size + marks > budget:
-            break
-        total += size + marks
-        end = ch_i + 1
+    end = fit_end(flat, start, [s[0] for s in spans if s[0] >= start], budget)
     if end < len(flat):
         space = flat.rfind(" ", start, end)
         if space > start + (end - start) // 2:
@@ -364,6 +383,36 @@ def make_excerpt(
     prefix = ELLIPSIS if start > 0 or more_before else ""
     suffix = ELLIPSIS if end < len(flat) or more_after else ""
     return truncate_bytes(prefix + body.strip() + suffix, max_bytes)
+
+
+def _sizes(text: str) -> list[int]:
+    """The UTF-8 size of each character of `text`."""
+    if text.isascii():
+        return [1] * len(text)
+    return [len(ch.encode("utf-8", "surrogatepass")) for ch in text]
+
+
+def lead_start(text: str, anchor: int, lead: int) -> int:
+    """Where an excerpt opens: as far before `anchor` as whole characters of at most
+    `lead` UTF-8 bytes in all reach."""
+    if anchor <= 0 or lead <= 0:
+        return anchor
+    # Every character takes a byte at least: no more than `lead` of them fit.
+    window = text[max(anchor - lead, 0) : anchor]
+    used = list(accumulate(reversed(_sizes(window))))
+    return anchor - bisect_right(used, lead)
+
+
+def fit_end(text: str, start: int, marked: Sequence[int], budget: int) -> int:
+    """Where an excerpt from `start` ends: after as many whole characters as fit in
+    `budget` UTF-8 bytes, counting the 4 bytes of marks around each match opening at
+    one of the positions `marked`."""
+    window = text[start : start + budget]
+    costs = _sizes(window)
+    for pos in marked:
+        if start <= pos < start + len(window):
+            costs[pos - start] += 4  # the marks around the match
+    return start + bisect_right(list(accumulate(costs)), budget)
 
 
 def best_anchor(text: str, spans: list[tuple[int, int]], budget: int) -> int:

@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from pgsearch import secrets
 from pgsearch.settings import IndexPolicy
 
 USER_TEXT = "user_text"
@@ -109,6 +108,10 @@ def tool_result_kind(
 
 def scrub_secrets(text: str) -> str:
     """`text` with secret-looking strings replaced by ``[redacted]`` (`pgsearch.secrets`)."""
+    # Imported on first use: the kinds and roles here are read by every command,
+    # the secret rules only by those that scrub text.
+    from pgsearch import secrets
+
     return secrets.scrub(text)
 
 

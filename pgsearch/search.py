@@ -101,11 +101,17 @@ class SearchEngine:
     of its facade; the only state it keeps is the database's cursor key, read once.
     """
 
-    def __init__(self, settings: Settings, *, direct: bool = True) -> None:
+    def __init__(
+        self, settings: Settings, *, direct: bool = True, exhaustive: bool = False
+    ) -> None:
         self.settings = settings
         #: Read the direct plan with the vocabulary (`pgsearch.plan.direct_candidates_hold`);
         #: off, every search reads its plan's statements after the vocabulary.
-        self.direct = direct
+        self.direct = direct and not exhaustive
+        #: Rank every message holding any expansion of any word, and every session
+        #: whose title or summary holds a selective word, with no cap: the reference
+        #: ranking (slow on common words) that faster reads are checked against.
+        self.exhaustive = exhaustive
         self._cursor_key: bytes | None = None
 
     def unit(
@@ -243,15 +249,21 @@ class SearchEngine:
         field_plan = plan_fields(filters, groups, stats, settings)
         # The plan's own reads, unless the direct ones are theirs: one trip.
         candidates: list[CandidateRow] | None = None
-        if direct and direct_candidates_hold(
-            query, groups, plan, stats, settings, len(direct_rows)
-        ):
-            candidates = direct_rows
         field_rows: list[FieldRow] | None = None
-        if field_plan is None:
+        if self.exhaustive:
+            candidates = yield from fetch(reads.every_match(filters, plan))
             field_rows = []
-        elif direct and direct_fields_hold(groups, field_plan, len(direct_field_rows)):
-            field_rows = direct_field_rows
+            if field_plan is not None:
+                field_rows = yield from fetch(reads.session_fields(ws, field_plan, capped=False))
+        else:
+            if direct and direct_candidates_hold(
+                query, groups, plan, stats, settings, len(direct_rows)
+            ):
+                candidates = direct_rows
+            if field_plan is None:
+                field_rows = []
+            elif direct and direct_fields_hold(groups, field_plan, len(direct_field_rows)):
+                field_rows = direct_field_rows
         reading: list[Statement[Any]] = []
         if candidates is None:
             reading.append(reads.candidates(filters, plan))
@@ -265,7 +277,7 @@ class SearchEngine:
             if field_rows is None:
                 field_rows = got.pop(0)
         assert candidates is not None and field_rows is not None
-        capped = len(candidates) >= plan.cap
+        capped = not self.exhaustive and len(candidates) >= plan.cap
         if capped and per_session:
             # The cap's messages may come from a few sessions: one more candidate
             # per session among many more matches, so that the sessions shown are

@@ -27,27 +27,33 @@ Two kinds of detector find secrets; every span either finds is replaced by
 All patterns run on RE2 (``google-re2``): matching time is linear in the text
 whatever it contains, so a hostile log cannot make ingest backtrack for minutes.
 Most text holds no secret; one RE2 set match over the lower-cased text finds which
-rule keywords occur at all, and text with none of them is returned untouched.
+rule keywords occur at all, and text with none of them is returned untouched. A
+rule's pattern (and its allowlists) is compiled the first time one of its keywords
+occurs, once per process: compiling all ~210 up front would cost a short command
+(a search scrubbing ten excerpts) far more than its own work.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import itertools
+import marshal
 import math
-import tomllib
+import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import re2
 
 REDACTED = "[redacted]"
 
-RULES_PACKAGE = "pgsearch.data"
-RULES_FILE = "gitleaks.toml"
+#: The vendored rule set, read from the package directory (``importlib.resources``
+#: would cost a short command more than reading the file does).
+RULES_FILE = os.path.join(os.path.dirname(__file__), "data", "gitleaks.toml")
 
 # --- gitleaks rules ------------------------------------------------------------
 
@@ -58,21 +64,20 @@ class Allowlist:
 
     #: What the regexes look at: the ``secret``, the whole ``match`` or the ``line``.
     target: str
-    #: Its regexes as one alternation: "any of them matches" in one search.
-    regex: Any
+    #: Its regexes as one alternation ("any of them matches" in one search), or "".
+    pattern: str
     stopwords: tuple[str, ...]
-    #: The stopwords as one RE2 set (a rule may have over a thousand).
-    stopword_set: Any
     #: ``AND``: every configured check must hold; ``OR``: any one.
     all_required: bool
 
     def allows(self, secret: str, match: str, line: str) -> bool:
         subject = {"match": match, "line": line}.get(self.target, secret)
         checks: list[bool] = []
-        if self.regex is not None:
-            checks.append(self.regex.search(subject) is not None)
+        if self.pattern:
+            checks.append(compiled(self.pattern).search(subject) is not None)
         if self.stopwords:
-            checks.append(bool(self.stopword_set.Match(secret.lower())))
+            # One RE2 set of them (a rule may have over a thousand).
+            checks.append(bool(_literal_set(self.stopwords).Match(secret.lower())))
         if not checks:
             return False
         return all(checks) if self.all_required else any(checks)
@@ -81,11 +86,22 @@ class Allowlist:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Rule:
     id: str
-    regex: Any
+    pattern: str
     keywords: tuple[str, ...]
     entropy: float
     secret_group: int
     allowlists: tuple[Allowlist, ...]
+
+    @property
+    def regex(self) -> Any:
+        """The compiled pattern (compiled on first use, then kept)."""
+        return compiled(self.pattern)
+
+
+@cache
+def compiled(pattern: str) -> Any:
+    """`pattern` compiled by RE2, once per process."""
+    return re2.compile(pattern)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -115,9 +131,8 @@ def _allowlist(raw: dict[str, Any]) -> Allowlist | None:
     joined = "|".join(f"(?:{p})" for p in patterns)
     return Allowlist(
         target=str(raw.get("regexTarget", "secret")),
-        regex=re2.compile(joined) if patterns else None,
+        pattern=joined,
         stopwords=stopwords,
-        stopword_set=_literal_set(stopwords) if stopwords else None,
         all_required=all_required,
     )
 
@@ -128,7 +143,12 @@ def load_rules(text: str) -> RuleSet:
     Rules scoped to file paths and path-only rules are skipped: pgsearch scrubs
     text that has no path.
     """
-    config = tomllib.loads(text)
+    import tomllib
+
+    return _rule_set_of(tomllib.loads(text))
+
+
+def _rule_set_of(config: dict[str, Any]) -> RuleSet:
     rules: list[Rule] = []
     for raw in config.get("rules", ()):
         if "regex" not in raw or raw.get("path") or raw.get("skipReport"):
@@ -141,7 +161,7 @@ def load_rules(text: str) -> RuleSet:
         rules.append(
             Rule(
                 id=str(raw["id"]),
-                regex=re2.compile(raw["regex"]),
+                pattern=str(raw["regex"]),
                 keywords=tuple(str(k).lower() for k in raw.get("keywords", ())),
                 entropy=float(raw.get("entropy", 0.0)),
                 secret_group=int(raw.get("secretGroup", 0)),
@@ -153,18 +173,23 @@ def load_rules(text: str) -> RuleSet:
         global_raw.append(config["allowlist"])
     global_lists = tuple(a for a in map(_allowlist, global_raw) if a is not None)
     keywords = tuple(sorted({k for r in rules for k in r.keywords}))
-    by_keyword = {k: tuple(r for r in rules if k in r.keywords) for k in keywords}
+    by_keyword: dict[str, list[Rule]] = {k: [] for k in keywords}
+    for rule in rules:
+        for k in dict.fromkeys(rule.keywords):
+            by_keyword[k].append(rule)
     return RuleSet(
         rules=tuple(rules),
         always=tuple(r for r in rules if not r.keywords),
         keyword_set=_literal_set(keywords),
         keywords=keywords,
-        by_keyword=by_keyword,
+        by_keyword={k: tuple(v) for k, v in by_keyword.items()},
         allowlists=global_lists,
     )
 
 
+@cache
 def _literal_set(words: tuple[str, ...]) -> Any:
+    """One RE2 set matching any of `words` literally (compiled once per tuple)."""
     matcher = re2.Set.SearchSet()
     for word in words:
         matcher.Add(re2.escape(word))
@@ -174,9 +199,42 @@ def _literal_set(words: tuple[str, ...]) -> Any:
 
 @cache
 def rule_set() -> RuleSet:
-    """The vendored gitleaks rules, parsed and compiled once (on first use)."""
-    text = resources.files(RULES_PACKAGE).joinpath(RULES_FILE).read_text(encoding="utf-8")
-    return load_rules(text)
+    """The vendored gitleaks rules, loaded once per process (on first use).
+
+    The parsed file is kept beside it as Python keeps bytecode (``__pycache__``,
+    named by the digest of the file's bytes, written only where it may be): reading
+    that back costs a fraction of parsing the TOML again, which a short command
+    would otherwise pay every time.
+    """
+    with open(RULES_FILE, "rb") as fh:
+        raw = fh.read()
+    cache_file = os.path.join(
+        os.path.dirname(RULES_FILE),
+        "__pycache__",
+        f"gitleaks.{hashlib.sha256(raw).hexdigest()[:24]}.marshal",
+    )
+    try:
+        with open(cache_file, "rb") as fh:
+            config = marshal.load(fh)
+    except (OSError, EOFError, ValueError, TypeError):
+        import tomllib
+
+        config = tomllib.loads(raw.decode("utf-8"))
+        _keep(cache_file, config)
+    return _rule_set_of(config)
+
+
+def _keep(path: str, config: dict[str, Any]) -> None:
+    """Write the parsed rules for the next process; any failure leaves no file."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "wb") as fh:
+            marshal.dump(config, fh)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
 
 
 def shannon_entropy(text: str) -> float:

@@ -21,6 +21,9 @@ _FALSE = frozenset({"0", "false", "no", "off", ""})
 #: default, and `ranking.rank`'s).
 RELATIVE_FLOOR = 0.15
 
+#: Seconds between two looks at watched files (`pgsearch.watch`, ``ingest --watch``).
+DEFAULT_WATCH_INTERVAL = 2.0
+
 #: Kinds whose text can be indexed beyond the defaults; see `IndexPolicy`.
 OPTIONAL_INDEX_KINDS = ("tool_arguments", "tool_output", "system")
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from pgsearch.errors import IngestError
+from pgsearch.settings import DEFAULT_WATCH_INTERVAL
 from pgsearch.sources import find_sources
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_INTERVAL = 2.0
+DEFAULT_INTERVAL = DEFAULT_WATCH_INTERVAL
 
 
 class FileIngestor(Protocol):

@@ -20,53 +20,78 @@ pgsearch reads and, when it can tell, the program the file came from.
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePath
-from typing import Any, Protocol
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from pgsearch.adapters import (
-    claude_code,
-    codex,
-    copilot_cli,
-    droid,
-    gemini,
-    kimi,
-    openai,
-    opencode,
-    pi,
-    qwen,
-)
-from pgsearch.adapters.common import FileHeader, LeafTitle, Parsed, SessionTitle, head_objects
 from pgsearch.errors import ConfigError, IngestError
-from pgsearch.locations import existing
+
+if TYPE_CHECKING:
+    from pgsearch.adapters.common import (
+        Adapter,
+        FileHeader,
+        HeaderFn,
+        LeafTitle,
+        Parsed,
+        ParseFn,
+        SessionTitle,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Format:
+    """A format in the registry: what is known of it without importing its adapter."""
+
+    name: str
+    #: The module that reads it, imported on first use.
+    module: str
+    #: The module's attribute holding the `Adapter` (one module may read two formats).
+    attribute: str = "ADAPTER"
+
 
 AUTO = "auto"
-OPENAI = openai.NAME
-CLAUDE_CODE = claude_code.NAME
-CODEX = codex.NAME
-GEMINI = gemini.NAME
-OPENCODE = opencode.NAME
-COPILOT_CLI = copilot_cli.NAME
-PI = pi.NAME
-OPENCLAW = pi.OPENCLAW
-KIMI = kimi.NAME
-DROID = droid.NAME
-QWEN = qwen.NAME
-FORMATS = (
-    OPENAI,
-    CLAUDE_CODE,
-    CODEX,
-    GEMINI,
-    OPENCODE,
-    COPILOT_CLI,
-    PI,
-    OPENCLAW,
-    KIMI,
-    DROID,
-    QWEN,
+OPENAI = "openai"
+CLAUDE_CODE = "claude-code"
+CODEX = "codex"
+GEMINI = "gemini"
+OPENCODE = "opencode"
+COPILOT_CLI = "copilot-cli"
+PI = "pi"
+OPENCLAW = "openclaw"
+KIMI = "kimi"
+DROID = "droid"
+QWEN = "qwen"
+
+#: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
+#: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
+#: recognises its own lines, its place in `LINE_DETECTION`; nothing else names it. A
+#: command imports an adapter's module only when it reads a file in that format,
+#: detects a file's format, or lists where agents keep their logs.
+REGISTRY: tuple[Format, ...] = (
+    Format(name=OPENAI, module="pgsearch.adapters.openai"),
+    Format(name=CLAUDE_CODE, module="pgsearch.adapters.claude_code"),
+    Format(name=CODEX, module="pgsearch.adapters.codex"),
+    Format(name=GEMINI, module="pgsearch.adapters.gemini"),
+    Format(name=OPENCODE, module="pgsearch.adapters.opencode"),
+    Format(name=COPILOT_CLI, module="pgsearch.adapters.copilot_cli"),
+    Format(name=PI, module="pgsearch.adapters.pi"),
+    Format(name=OPENCLAW, module="pgsearch.adapters.pi", attribute="OPENCLAW_ADAPTER"),
+    Format(name=KIMI, module="pgsearch.adapters.kimi"),
+    Format(name=DROID, module="pgsearch.adapters.droid"),
+    Format(name=QWEN, module="pgsearch.adapters.qwen"),
 )
+
+#: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
+#: line: a more specific test before a more general one that would also accept the
+#: line. pgsearch's own format is what a line with a role is when none claims it;
+#: OpenClaw writes Pi's format and is told apart by its directory (`detect_format`).
+LINE_DETECTION = (CODEX, COPILOT_CLI, DROID, PI, KIMI, QWEN, CLAUDE_CODE, GEMINI, OPENCODE)
+
+FORMATS = tuple(f.name for f in REGISTRY)
 #: Choices of ``pgsearch ingest --format``.
 FORMAT_CHOICES = (AUTO, *FORMATS)
 #: Lines looked at to recognise a file's format.
@@ -74,141 +99,42 @@ DETECT_LINES = 20
 #: The largest file whose whole text is decoded to recognise a JSON document.
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
-
-class HeaderFn(Protocol):
-    def __call__(
-        self, data: bytes, *, default_session: str, path: PurePath | None = ...
-    ) -> FileHeader: ...
+_BY_NAME = {f.name: f for f in REGISTRY}
 
 
-class ParseFn(Protocol):
-    def __call__(
-        self, data: bytes, start: int, first_line: int, *, path: str, header: FileHeader
-    ) -> Parsed: ...
+def adapter(name: str) -> Adapter:
+    """The adapter of format `name` (its module imported on first use); `KeyError`
+    for a name not in the registry."""
+    entry = _BY_NAME[name]
+    found: Adapter = getattr(importlib.import_module(entry.module), entry.attribute)
+    if found.name != name:
+        raise AssertionError(f"{entry.module}.{entry.attribute} reads {found.name!r}")
+    return found
 
 
-@dataclass(frozen=True, kw_only=True)
-class Adapter:
-    name: str
-    #: The mapping's version: a file recorded with another is read again whole.
-    version: int
-    header: HeaderFn
-    parse: ParseFn
-    #: ``seq`` is the line number (pgsearch's format) rather than assigned per session.
-    seq_from_line: bool = False
-    #: Whether a file is a document, read whole on every change (else lines, read on).
-    is_document: Callable[[bytes], bool] = lambda data: False
-    #: Whether the format names sessions through another session's messages
-    #: (`LeafTitle`), which the ingestor resolves.
-    leaf_titles: bool = False
-    #: The agent's name as people know it (``Claude Code``); empty for pgsearch's own.
-    label: str = ""
-    #: Where the agent keeps its session logs by default, read by ``pgsearch ingest``
-    #: with no path: ``~/...`` paths, ``${VAR:-default}`` for the directory override
-    #: the agent honours, globs allowed (`pgsearch.locations`).
-    locations: tuple[str, ...] = ()
+class _Adapters(Mapping[str, "Adapter"]):
+    """The registry as a mapping from name to adapter, each imported when looked up."""
 
-    @property
-    def parser(self) -> str:
-        """What `ingested_files.parser` records: ``name/version``."""
-        return f"{self.name}/{self.version}"
+    def __getitem__(self, name: str) -> Adapter:
+        return adapter(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(FORMATS)
+
+    def __len__(self) -> int:
+        return len(FORMATS)
 
 
-ADAPTERS = {
-    OPENAI: Adapter(
-        name=OPENAI,
-        version=openai.VERSION,
-        header=openai.header,
-        parse=openai.parse,
-        seq_from_line=True,
-    ),
-    CLAUDE_CODE: Adapter(
-        name=CLAUDE_CODE,
-        version=claude_code.VERSION,
-        header=claude_code.header,
-        parse=claude_code.parse,
-        leaf_titles=True,
-        label="Claude Code",
-        locations=("${CLAUDE_CONFIG_DIR:-~/.claude}/projects",),
-    ),
-    CODEX: Adapter(
-        name=CODEX,
-        version=codex.VERSION,
-        header=codex.header,
-        parse=codex.parse,
-        label="Codex CLI",
-        locations=(
-            "${CODEX_HOME:-~/.codex}/sessions",
-            "${CODEX_HOME:-~/.codex}/archived_sessions",
-        ),
-    ),
-    GEMINI: Adapter(
-        name=GEMINI,
-        version=gemini.VERSION,
-        header=gemini.header,
-        parse=gemini.parse,
-        is_document=gemini.is_document,
-        label="Gemini CLI",
-        locations=("${GEMINI_CLI_HOME:-~}/.gemini/tmp",),
-    ),
-    OPENCODE: Adapter(
-        name=OPENCODE,
-        version=opencode.VERSION,
-        header=opencode.header,
-        parse=opencode.parse,
-        is_document=lambda data: True,
-        label="OpenCode",
-        locations=("${XDG_DATA_HOME:-~/.local/share}/opencode/storage",),
-    ),
-    COPILOT_CLI: Adapter(
-        name=COPILOT_CLI,
-        version=copilot_cli.VERSION,
-        header=copilot_cli.header,
-        parse=copilot_cli.parse,
-        label=copilot_cli.LABEL,
-        locations=copilot_cli.LOCATIONS,
-    ),
-    PI: Adapter(
-        name=PI,
-        version=pi.VERSION,
-        header=pi.header,
-        parse=pi.parse,
-        label=pi.LABEL,
-        locations=pi.LOCATIONS,
-    ),
-    OPENCLAW: Adapter(
-        name=OPENCLAW,
-        version=pi.VERSION,
-        header=pi.header,
-        parse=pi.parse,
-        label=pi.OPENCLAW_LABEL,
-        locations=pi.OPENCLAW_LOCATIONS,
-    ),
-    KIMI: Adapter(
-        name=KIMI,
-        version=kimi.VERSION,
-        header=kimi.header,
-        parse=kimi.parse,
-        label=kimi.LABEL,
-        locations=kimi.LOCATIONS,
-    ),
-    DROID: Adapter(
-        name=DROID,
-        version=droid.VERSION,
-        header=droid.header,
-        parse=droid.parse,
-        label=droid.LABEL,
-        locations=droid.LOCATIONS,
-    ),
-    QWEN: Adapter(
-        name=QWEN,
-        version=qwen.VERSION,
-        header=qwen.header,
-        parse=qwen.parse,
-        label=qwen.LABEL,
-        locations=qwen.LOCATIONS,
-    ),
-}
+ADAPTERS: Mapping[str, Adapter] = _Adapters()
+
+#: Names the adapters' shared types are reached by here, loaded when first used.
+_COMMON = ("Adapter", "FileHeader", "HeaderFn", "LeafTitle", "ParseFn", "Parsed", "SessionTitle")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _COMMON:
+        return getattr(importlib.import_module("pgsearch.adapters.common"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,6 +153,8 @@ def default_locations(
     environ: Mapping[str, str] | None = None, home: Path | None = None
 ) -> list[LogLocation]:
     """Every adapter's default log locations, with what exists of each, in registry order."""
+    from pgsearch.locations import existing
+
     return [
         LogLocation(
             format=adapter.name,
@@ -297,23 +225,19 @@ def _document(data: bytes) -> Any:
         return None
 
 
-#: Line formats in the order their tests run on a decoded line: a more specific
-#: test before a more general one that would also accept the line.
-_LINE_TESTS: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
-    (CODEX, codex.looks_like),
-    (COPILOT_CLI, copilot_cli.looks_like),
-    (DROID, droid.looks_like),
-    (PI, pi.looks_like),
-    (KIMI, kimi.looks_like),
-    (QWEN, qwen.looks_like),
-    (CLAUDE_CODE, claude_code.looks_like),
-    (GEMINI, gemini.looks_like_line),
-    (OPENCODE, opencode.looks_like_document),
-)
+@cache
+def _line_tests() -> tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...]:
+    """`LINE_DETECTION`'s tests, their adapters imported (once)."""
+    tests = []
+    for name in LINE_DETECTION:
+        test = adapter(name).looks_like_line
+        assert test is not None, name
+        tests.append((name, test))
+    return tuple(tests)
 
 
 def _line_format(obj: dict[str, Any]) -> str | None:
-    for name, test in _LINE_TESTS:
+    for name, test in _line_tests():
         if test(obj):
             return name
     if "role" in obj and not _resembles([obj]):
@@ -328,20 +252,24 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
     that does resemble another program's files is an `IngestError` saying which
     formats pgsearch reads and what the file looks like.
     """
+    from pgsearch.adapters.common import head_objects
+
     heads = list(head_objects(data, DETECT_LINES))
     for obj in heads:
         fmt = _line_format(obj)
-        if fmt == PI and pi.is_openclaw(path):
-            return OPENCLAW  # OpenClaw writes Pi's format; its directory tells them apart
+        if fmt == PI:
+            from pgsearch.adapters import pi
+
+            if pi.is_openclaw(path):
+                return OPENCLAW  # OpenClaw writes Pi's format; its directory tells them apart
         if fmt is not None:
             return fmt
     if not heads:
         doc = _document(data)
         if doc is not None:
-            if gemini.looks_like_document(doc):
-                return GEMINI
-            if opencode.looks_like_document(doc):
-                return OPENCODE
+            for name in LINE_DETECTION:
+                if adapter(name).looks_like_document(doc):
+                    return name
             heads = [doc] if isinstance(doc, dict) else list(doc[:DETECT_LINES])
     what = _resembles(heads)
     if what is not None:
@@ -363,6 +291,8 @@ def resembles(data: bytes) -> str:
         fmt = detect_format(data)
     except IngestError as exc:
         return exc.reason.split("this looks like ", 1)[-1].split(";", 1)[0]
+    from pgsearch.adapters.common import head_objects
+
     heads = list(head_objects(data, DETECT_LINES))
     if fmt == OPENAI and not any("role" in h for h in heads):
         if not heads and not data.strip():
@@ -396,17 +326,23 @@ __all__ = [
     "FORMAT_CHOICES",
     "GEMINI",
     "KIMI",
+    "LINE_DETECTION",
     "OPENAI",
     "OPENCLAW",
     "OPENCODE",
     "PI",
     "QWEN",
+    "REGISTRY",
     "Adapter",
     "FileHeader",
+    "Format",
+    "HeaderFn",
     "LeafTitle",
     "LogLocation",
+    "ParseFn",
     "Parsed",
     "SessionTitle",
+    "adapter",
     "default_locations",
     "detect_format",
     "known_formats",

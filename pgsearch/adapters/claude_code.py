@@ -48,6 +48,7 @@ from typing import Any
 
 from pgsearch import policy
 from pgsearch.adapters.common import (
+    Adapter,
     FileHeader,
     LeafTitle,
     Parsed,
@@ -551,3 +552,15 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
     return read_lines(
         data, start, first_line, path=path, parsed=parser.parsed, handle=parser.handle
     )
+
+
+ADAPTER = Adapter(
+    name=NAME,
+    version=VERSION,
+    header=header,
+    parse=parse,
+    looks_like_line=looks_like,
+    leaf_titles=True,
+    label="Claude Code",
+    locations=("${CLAUDE_CONFIG_DIR:-~/.claude}/projects",),
+)

@@ -32,6 +32,7 @@ from typing import Any
 
 from pgsearch import policy
 from pgsearch.adapters.common import (
+    Adapter,
     FileHeader,
     Parsed,
     ToolCall,
@@ -345,3 +346,14 @@ def _item_entry(
         arguments=arguments,
         extra=extra,
     )
+
+
+ADAPTER = Adapter(
+    name=NAME,
+    version=VERSION,
+    header=header,
+    parse=parse,
+    looks_like_line=looks_like,
+    label="Codex CLI",
+    locations=("${CODEX_HOME:-~/.codex}/sessions", "${CODEX_HOME:-~/.codex}/archived_sessions"),
+)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Protocol
 
 from pgsearch import policy
 from pgsearch.errors import IngestError
@@ -106,6 +106,56 @@ class Parsed:
         """Count one event of a type this mapping does not know."""
         key = text(name)[:64] if isinstance(name, str) and name else "(no type)"
         self.unknown[key] = self.unknown.get(key, 0) + 1
+
+
+class HeaderFn(Protocol):
+    def __call__(
+        self, data: bytes, *, default_session: str, path: PurePath | None = ...
+    ) -> FileHeader: ...
+
+
+class ParseFn(Protocol):
+    def __call__(
+        self, data: bytes, start: int, first_line: int, *, path: str, header: FileHeader
+    ) -> Parsed: ...
+
+
+def _never(value: Any) -> bool:
+    return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Adapter:
+    """One format's reader; each adapter module exports its own as ``ADAPTER``."""
+
+    name: str
+    #: The mapping's version: a file recorded with another is read again whole.
+    version: int
+    header: HeaderFn
+    parse: ParseFn
+    #: Whether a decoded line is one of this format's (format detection). None for
+    #: pgsearch's own format: a line is in it when no other format claims the line.
+    looks_like_line: Callable[[dict[str, Any]], bool] | None = None
+    #: Whether a whole decoded JSON document is one of this format's.
+    looks_like_document: Callable[[Any], bool] = _never
+    #: ``seq`` is the line number (pgsearch's format) rather than assigned per session.
+    seq_from_line: bool = False
+    #: Whether a file is a document, read whole on every change (else lines, read on).
+    is_document: Callable[[bytes], bool] = _never
+    #: Whether the format names sessions through another session's messages
+    #: (`LeafTitle`), which the ingestor resolves.
+    leaf_titles: bool = False
+    #: The agent's name as people know it (``Claude Code``); empty for pgsearch's own.
+    label: str = ""
+    #: Where the agent keeps its session logs by default, read by ``pgsearch ingest``
+    #: with no path: ``~/...`` paths, ``${VAR:-default}`` for the directory override
+    #: the agent honours, globs allowed (`pgsearch.locations`).
+    locations: tuple[str, ...] = ()
+
+    @property
+    def parser(self) -> str:
+        """What `ingested_files.parser` records: ``name/version``."""
+        return f"{self.name}/{self.version}"
 
 
 class Lines:

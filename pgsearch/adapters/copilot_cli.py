@@ -32,6 +32,7 @@ from typing import Any
 
 from pgsearch import policy
 from pgsearch.adapters.common import (
+    Adapter,
     FileHeader,
     LineEntries,
     Parsed,
@@ -280,3 +281,14 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
     return read_lines(
         data, start, first_line, path=path, parsed=parser.parsed, handle=parser.handle
     )
+
+
+ADAPTER = Adapter(
+    name=NAME,
+    version=VERSION,
+    header=header,
+    parse=parse,
+    looks_like_line=looks_like,
+    label=LABEL,
+    locations=LOCATIONS,
+)

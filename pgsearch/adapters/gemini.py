@@ -39,6 +39,7 @@ from urllib.parse import unquote
 
 from pgsearch import policy
 from pgsearch.adapters.common import (
+    Adapter,
     FileHeader,
     Parsed,
     SessionTitle,
@@ -472,3 +473,16 @@ def _history(builder: _Builder, history: list[Any], parsed: Parsed) -> None:
                     tool_name=response_name,
                     **common,
                 )
+
+
+ADAPTER = Adapter(
+    name=NAME,
+    version=VERSION,
+    header=header,
+    parse=parse,
+    looks_like_line=looks_like_line,
+    looks_like_document=looks_like_document,
+    is_document=is_document,
+    label="Gemini CLI",
+    locations=("${GEMINI_CLI_HOME:-~}/.gemini/tmp",),
+)

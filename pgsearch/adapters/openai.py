@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any
 
-from pgsearch.adapters.common import FileHeader, Parsed
+from pgsearch.adapters.common import Adapter, FileHeader, Parsed
 from pgsearch.messages import iter_jsonl
 
 NAME = "openai"
@@ -33,3 +33,6 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
     entries = list(iter_jsonl(tail, path=path, session_id=header.session_id, first_line=first_line))
     lines = first_line + tail.count(b"\n") + (0 if not tail or tail.endswith(b"\n") else 1)
     return Parsed(entries=entries, consumed=len(data), lines=lines, recognised=len(entries))
+
+
+ADAPTER = Adapter(name=NAME, version=VERSION, header=header, parse=parse, seq_from_line=True)

@@ -34,6 +34,7 @@ from typing import Any
 
 from pgsearch import policy
 from pgsearch.adapters.common import (
+    Adapter,
     FileHeader,
     Parsed,
     SessionTitle,
@@ -288,3 +289,21 @@ def _tool_entries(
         )
     )
     return out
+
+
+def _always(data: bytes) -> bool:
+    return True
+
+
+ADAPTER = Adapter(
+    name=NAME,
+    version=VERSION,
+    header=header,
+    parse=parse,
+    # A session document written on one line decodes as a line.
+    looks_like_line=looks_like_document,
+    looks_like_document=looks_like_document,
+    is_document=_always,
+    label="OpenCode",
+    locations=("${XDG_DATA_HOME:-~/.local/share}/opencode/storage",),
+)

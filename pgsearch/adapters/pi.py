@@ -38,6 +38,7 @@ from typing import Any
 
 from pgsearch import policy
 from pgsearch.adapters.common import (
+    Adapter,
     FileHeader,
     LineEntries,
     Parsed,
@@ -250,3 +251,23 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
     return read_lines(
         data, start, first_line, path=path, parsed=parser.parsed, handle=parser.handle
     )
+
+
+ADAPTER = Adapter(
+    name=NAME,
+    version=VERSION,
+    header=header,
+    parse=parse,
+    looks_like_line=looks_like,
+    label=LABEL,
+    locations=LOCATIONS,
+)
+#: OpenClaw's sessions: Pi's format, detected as Pi's and told apart by directory.
+OPENCLAW_ADAPTER = Adapter(
+    name=OPENCLAW,
+    version=VERSION,
+    header=header,
+    parse=parse,
+    label=OPENCLAW_LABEL,
+    locations=OPENCLAW_LOCATIONS,
+)

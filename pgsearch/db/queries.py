@@ -727,6 +727,20 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
     return sql + " LIMIT %(cap)s", params
 
 
+def every_match_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString, dict[str, Any]]:
+    """Every message within the filters holding any expansion of any of the plan's
+    words, with the same columns as `candidates_sql` and no cap: what an exhaustive
+    run of the scorer ranks (the reference the bounded search is checked against)."""
+    sql = _CANDIDATE_COLUMNS + _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
+    params = _filter_params(filters)
+    params.update(
+        terms=list(plan.terms),
+        phrase=tsquery_phrases(plan.phrases),
+        tsq=tsquery_or(plan.groups),
+    )
+    return sql, params
+
+
 def direct_candidates_sql(
     filters: Filters,
     *,

@@ -28,6 +28,7 @@ __all__ = [
     "cursor_key",
     "direct_candidates",
     "direct_fields",
+    "every_match",
     "expand_exact",
     "expand_fuzzy",
     "expand_untrusted_typos",
@@ -142,6 +143,12 @@ def candidates(filters: Filters, plan: CandidatePlan) -> Statement[CandidateRow]
     return Statement("candidates", sql, params, _candidate)
 
 
+def every_match(filters: Filters, plan: CandidatePlan) -> Statement[CandidateRow]:
+    """Every message holding any of the plan's terms within the filters (no cap)."""
+    sql, params = q.every_match_sql(filters, plan)
+    return Statement("every match", sql, params, _candidate)
+
+
 def session_spread(filters: Filters, plan: CandidatePlan, *, scan: int) -> Statement[CandidateRow]:
     """One candidate per session (its newest match) among the first `scan` matches."""
     sql, params = q.session_spread_sql(filters, plan, scan=scan)
@@ -170,13 +177,14 @@ def _field_row(row: Sequence[Any]) -> FieldRow:
     )
 
 
-def session_fields(workspace: str, plan: FieldPlan) -> Statement[FieldRow]:
-    """Sessions whose title or summary holds a selective word of the plan."""
+def session_fields(workspace: str, plan: FieldPlan, *, capped: bool = True) -> Statement[FieldRow]:
+    """Sessions whose title or summary holds a selective word of the plan (at most
+    the plan's cap of them, or all with `capped` false)."""
     params: dict[str, Any] = {
         "ws": workspace,
         "terms": list(plan.terms),
         "tsq": q.tsquery_or(plan.selective),
-        "cap": plan.cap,
+        "cap": plan.cap if capped else None,
     }
     if plan.session_id is None:
         return Statement("session fields", q.SESSION_FIELD_MATCHES, params, _field_row)

@@ -95,12 +95,8 @@ def test_a_directory_mixing_every_agent_finds_a_word_from_each(
     from tests.agent_cases import FIXTURES
 
     mixed = tmp_path / "logs"
-    for name in sorted({c.path.relative_to(FIXTURES).parts[0] for c in CASES}) + [
-        "claude-code",
-        "codex",
-        "gemini",
-        "opencode",
-    ]:
+    names = {c.path.relative_to(FIXTURES).parts[0] for c in CASES}
+    for name in sorted(names | {"claude-code", "codex", "gemini", "opencode"}):
         shutil.copytree(FIXTURES / name, mixed / name, dirs_exist_ok=True)
     report = pg.ingest_paths([mixed], workspace="w")
     assert report.errors == [], report.errors

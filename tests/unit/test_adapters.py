@@ -508,3 +508,34 @@ def test_a_file_from_another_program_says_what_pgsearch_reads_and_what_it_looks_
     assert message.startswith("x.jsonl: not a format pgsearch reads")
     assert resembles in message
     assert all(name in message for name in adapters.FORMATS)
+
+
+def test_the_registry_names_each_adapter_and_its_detection_order() -> None:
+    for entry in adapters.REGISTRY:
+        found = adapters.adapter(entry.name)
+        assert found.name == entry.name
+        assert adapters.ADAPTERS[entry.name] is found
+        # A format that recognises its own lines has its place in the detection order.
+        detects = found.looks_like_line is not None
+        assert detects == (entry.name in adapters.LINE_DETECTION), entry.name
+    assert set(adapters.LINE_DETECTION) <= set(adapters.FORMATS)
+    assert list(adapters.ADAPTERS) == list(adapters.FORMATS)
+    with pytest.raises(KeyError):
+        adapters.adapter("nothing")
+
+
+def test_the_registry_imports_no_adapter_until_one_is_needed() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from pgsearch import adapters\n"
+        "assert adapters.FORMAT_CHOICES[0] == 'auto'\n"
+        "loaded = [m for m in sys.modules if m.startswith('pgsearch.adapters.')]\n"
+        "assert loaded == [], loaded\n"
+        "adapters.adapter('codex')\n"
+        "assert 'pgsearch.adapters.codex' in sys.modules\n"
+        "assert 'pgsearch.adapters.kimi' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

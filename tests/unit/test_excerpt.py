@@ -410,3 +410,109 @@ def test_a_word_running_from_one_non_ascii_run_into_the_next_is_one_word() -> No
     assert match_spans("ß1ø😀", ["o"]) == []
     assert match_spans("ß1ø😀 ø", ["o"]) == [(5, 6)]
     assert match_spans("ß1ø😀", ["ss1o"]) == [(0, 3)]
+
+
+# -- matching ASCII text without a pattern per set of terms --------------------------
+
+
+def _pattern_spans(
+    text: str, terms: tuple[tuple[str, ...], tuple[str, ...]], start: int, end: int
+) -> list[tuple[int, int]]:
+    """How ASCII words were matched before: one case-insensitive pattern per set of terms."""
+    from pgsearch.normalize import MAX_TERM_CHARS
+
+    exact, prefixes = terms
+    parts = [re.escape(t) + "(?![A-Za-z0-9])" for t in sorted(exact, key=len, reverse=True)]
+    parts += [re.escape(t) + "[A-Za-z0-9]*" for t in sorted(prefixes)]
+    assert all(len(t) >= MAX_TERM_CHARS for t in prefixes)
+    pattern = re.compile("(?<![A-Za-z0-9])(?:" + "|".join(parts) + ")", re.IGNORECASE)
+    return [m.span() for m in pattern.finditer(text, start, end)]
+
+
+#: ASCII and the characters a case-insensitive ASCII class also accepts, around words.
+EDGY = st.text(
+    st.sampled_from([*"abAB1 _-.\n", "\u0130", "\u0131", "\u017f", "\u212a", "é", "東"]),
+    max_size=300,
+)
+TERMS = st.lists(
+    st.sampled_from(["a", "ab", "b1", "ba", "k", "s", "i", "1", "a" * 64, "ab" * 32, "東"]),
+    max_size=4,
+)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(EDGY, TERMS, st.data())
+def test_ascii_words_are_found_as_the_pattern_found_them(
+    text: str, terms: list[str], data: st.DataObject
+) -> None:
+    from pgsearch.excerpt import _ascii_spans, _ascii_terms
+
+    wanted = _ascii_terms(frozenset(terms))
+    if wanted is None:
+        return
+    # Any stretch of ASCII text, wherever it lies among the other characters.
+    start = data.draw(st.integers(0, len(text)))
+    end = start
+    while end < len(text) and text[end].isascii():
+        end += 1
+    end = data.draw(st.integers(start, end))
+    assert _ascii_spans(text, wanted, start, end) == _pattern_spans(text, wanted, start, end)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(EDGY, WORDY, ANY_TEXT), TERMS, st.integers(40, 700))
+def test_excerpts_are_the_same_as_with_a_pattern_per_set_of_terms(
+    text: str, terms: list[str], max_bytes: int
+) -> None:
+    from pgsearch import excerpt as module
+    from pgsearch.excerpt import excerpt_around
+
+    now = (make_excerpt(text, terms, max_bytes), match_spans(text, terms))
+    around = excerpt_around(text * 3, terms, max_bytes, clean=str.upper)
+    original = module._ascii_spans
+    module._ascii_spans = _pattern_spans  # type: ignore[assignment]
+    try:
+        before = (make_excerpt(text, terms, max_bytes), match_spans(text, terms))
+        assert excerpt_around(text * 3, terms, max_bytes, clean=str.upper) == around
+    finally:
+        module._ascii_spans = original  # type: ignore[assignment]
+    assert now == before
+
+
+def _lead_start_by_characters(text: str, anchor: int, lead: int) -> int:
+    start, used = anchor, 0
+    while start > 0:
+        size = utf8_len(text[start - 1])
+        if used + size > lead:
+            break
+        used += size
+        start -= 1
+    return start
+
+
+def _fit_end_by_characters(text: str, start: int, marked: list[int], budget: int) -> int:
+    end, total = start, 0
+    for i in range(start, len(text)):
+        size = utf8_len(text[i]) + 4 * marked.count(i)
+        if total + size > budget:
+            break
+        total += size
+        end = i + 1
+    return end
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(MIXED, ANY_TEXT, EDGY), st.data())
+def test_excerpt_bounds_are_found_as_walking_character_by_character_found_them(
+    text: str, data: st.DataObject
+) -> None:
+    from pgsearch.excerpt import fit_end, lead_start
+
+    anchor = data.draw(st.integers(0, len(text)))
+    lead = data.draw(st.integers(0, 300))
+    assert lead_start(text, anchor, lead) == _lead_start_by_characters(text, anchor, lead)
+    marked = sorted(set(data.draw(st.lists(st.integers(0, max(len(text) - 1, 0)), max_size=8))))
+    budget = data.draw(st.integers(16, 700))
+    assert fit_end(text, anchor, marked, budget) == _fit_end_by_characters(
+        text, anchor, marked, budget
+    )
