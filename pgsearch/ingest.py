@@ -58,9 +58,8 @@ from pgsearch.sources import (
     open_source,
     read_source,
 )
-from pgsearch.types import MAX_ID_CHARS
 from pgsearch.userconfig import project_of
-from pgsearch.validate import check_workspace
+from pgsearch.validate import check_stored_key, check_workspace
 
 log = logging.getLogger(__name__)
 
@@ -1161,11 +1160,10 @@ class Ingestor:
     ) -> Unit[int]:
         """The unit that appends messages to a session (searchable once it committed)."""
         workspace = check_workspace(workspace)
-        if not isinstance(session_id, str) or not 0 < len(session_id) <= MAX_ID_CHARS:
-            raise IngestError(
-                f"session_id must be a string of 1 to {MAX_ID_CHARS} characters, "
-                f"got {session_id!r:.80}"
-            )
+        try:
+            check_stored_key("session_id", session_id)
+        except ValueError as exc:
+            raise IngestError(f"{exc}, got {session_id!r:.80}") from None
         if isinstance(messages, str | bytes | dict) or not isinstance(messages, Sequence):
             raise IngestError(
                 f"messages must be a list of message objects, got {type(messages).__name__}"
@@ -1184,11 +1182,22 @@ class Ingestor:
             for call_id, name in zip(entry.tool_call_ids, entry.tool_names(), strict=False):
                 calls[call_id] = name
             entries.append(entry)
+        # Indexed here, before the unit runs: an asyncio host builds the unit in a
+        # worker thread, so parsing and indexing never hold its event loop.
+        indexed = [
+            index_entry(
+                e,
+                index_policy=self.settings.index_policy,
+                max_chars=self.settings.max_indexed_chars,
+            )
+            for e in entries
+        ]
 
         def work() -> Work[int]:
             written = yield from self._write(
                 workspace,
                 entries,
+                indexed,
                 source=None,
                 fallback_time=datetime.now(UTC),
                 continuing=True,
