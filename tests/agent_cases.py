@@ -38,6 +38,9 @@ class Case:
 COPILOT_SID = "6d1f0c2e-93a4-4b7e-8c15-2f9e0a7b3d48"
 PI_SID = "019c44a1-7e2b-7d90-b3f4-5a6c7d8e9f01"
 OPENCLAW_SID = "3b0e6f52-2c71-4d89-a0b4-97e1c5d2f6a8"
+CODEX_DRIFT_SID = "019d7e31-44a2-7b10-9c6e-3f2a1b0c9d8e"
+DROID_SID = "5c9a1e7d-2f40-4b83-96d1-0e7a3b8c4f25"
+QWEN_SID = "8a2f6c10-3b7e-4d95-a1c4-6e0f9b2d7a53"
 KIMI_SID = "0e8d4c7a-5b21-4f36-9a0c-d18e7b64f2a3"
 KIMI_CODE_SID = "41c7e0b2-6d8a-4f19-b3e5-02a9c8d7f614"
 KIMI_CODE_AGENTS = (
@@ -119,5 +122,44 @@ CASES = (
         error_words="slot 14 booked twice",
         error_tool="Bash",
         cwd="/home/dev/projects/harbor",
+    ),
+    Case(
+        format="codex",
+        name="codex-drift",
+        path=FIXTURES / "codex" / "drift" / f"rollout-2026-06-03T08-00-01-{CODEX_DRIFT_SID}.jsonl",
+        session_id=CODEX_DRIFT_SID,
+        user_word="upside down",
+        error_words="frame map-tile not found",
+        error_tool="figma.get_frame",
+        cwd="/home/dev/projects/atlas",
+    ),
+    Case(
+        format="droid",
+        path=FIXTURES
+        / "droid"
+        / "sessions"
+        / "-home-dev-projects-ledgerline"
+        / f"{DROID_SID}.jsonl",
+        session_id=DROID_SID,
+        user_word="duplicate ledger rows",
+        error_words="test_refund_is_single_row",
+        error_tool="Execute",
+        title="Reconcile duplicate ledger rows",
+        cwd="/home/dev/projects/ledgerline",
+    ),
+    Case(
+        format="qwen",
+        path=FIXTURES
+        / "qwen"
+        / "projects"
+        / "-home-dev-projects-orchard"
+        / "chats"
+        / f"{QWEN_SID}.jsonl",
+        session_id=QWEN_SID,
+        user_word="irrigation planner",
+        error_words="test_pears_watered_after_thaw",
+        error_tool="run_shell_command",
+        title="Pear rows skipped after frost",
+        cwd="/home/dev/projects/orchard",
     ),
 )

@@ -63,6 +63,8 @@ COPILOT_CLI = "copilot-cli"
 PI = "pi"
 OPENCLAW = "openclaw"
 KIMI = "kimi"
+DROID = "droid"
+QWEN = "qwen"
 
 #: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
 #: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
@@ -79,13 +81,15 @@ REGISTRY: tuple[Format, ...] = (
     Format(name=PI, module="pgsearch.adapters.pi"),
     Format(name=OPENCLAW, module="pgsearch.adapters.pi", attribute="OPENCLAW_ADAPTER"),
     Format(name=KIMI, module="pgsearch.adapters.kimi"),
+    Format(name=DROID, module="pgsearch.adapters.droid"),
+    Format(name=QWEN, module="pgsearch.adapters.qwen"),
 )
 
 #: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
 #: line: a more specific test before a more general one that would also accept the
 #: line. pgsearch's own format is what a line with a role is when none claims it;
 #: OpenClaw writes Pi's format and is told apart by its directory (`detect_format`).
-LINE_DETECTION = (CODEX, COPILOT_CLI, PI, KIMI, CLAUDE_CODE, GEMINI, OPENCODE)
+LINE_DETECTION = (CODEX, COPILOT_CLI, DROID, PI, KIMI, QWEN, CLAUDE_CODE, GEMINI, OPENCODE)
 
 FORMATS = tuple(f.name for f in REGISTRY)
 #: Choices of ``pgsearch ingest --format``.
@@ -317,6 +321,7 @@ __all__ = [
     "CLAUDE_CODE",
     "CODEX",
     "COPILOT_CLI",
+    "DROID",
     "FORMATS",
     "FORMAT_CHOICES",
     "GEMINI",
@@ -326,6 +331,7 @@ __all__ = [
     "OPENCLAW",
     "OPENCODE",
     "PI",
+    "QWEN",
     "REGISTRY",
     "Adapter",
     "FileHeader",

@@ -71,3 +71,54 @@ def test_a_log_growing_under_watch_lands_once(
     alone = pg.ingest_file(whole / target.name, workspace="w2")
     assert first + second == alone.messages
     assert_statistics_exact(dsn, "w")
+
+
+def test_unknown_event_types_are_counted_in_the_summary(pg: PgSearch) -> None:
+    [case] = [c for c in CASES if c.id == "codex-drift"]
+    report = pg.ingest_paths([case.path], workspace="w")
+    assert report.errors == [] and report.unknown_events == 2
+    assert "; 2 events of unknown types skipped" in report.summary()
+
+
+#: The first four agents' fixtures, with a word each and what it must be found as.
+FIRST_FOUR = (
+    ("claude-code", "3f7c1a52-8d4e-4b8a-9c1e-2a6d5f0b7e91", "AssertionError", "tool_error"),
+    ("codex", "0199a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b", "migration order", None),
+    ("gemini", "7c1e9b2a-4d5e-4f60-8a71-9b0c1d2e3f40", "Sphinx theme", None),
+    ("opencode", "ses_5f0a3c21effeq8Rk2Lm9Np4Tv6Wx", "GROUP BY faster", None),
+)
+
+
+def test_a_directory_mixing_every_agent_finds_a_word_from_each(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    from tests.agent_cases import FIXTURES
+
+    mixed = tmp_path / "logs"
+    names = {c.path.relative_to(FIXTURES).parts[0] for c in CASES}
+    for name in sorted(names | {"claude-code", "codex", "gemini", "opencode"}):
+        shutil.copytree(FIXTURES / name, mixed / name, dirs_exist_ok=True)
+    report = pg.ingest_paths([mixed], workspace="w")
+    assert report.errors == [], report.errors
+    sessions = {s.session_id: s for s in pg.sessions(workspace="w")}
+    provider = pg.provider(workspace="w")
+    for case in CASES:
+        top = provider.search(
+            SessionQueryRequest(query=case.user_word, session_id=case.session_id)
+        ).matches[0]
+        assert (top.kind, top.role) == ("user_text", "user"), case.id
+        assert case.user_word in top.excerpt.replace("**", "").lower(), case.id
+        error = provider.search(
+            SessionQueryRequest(query=case.error_words, kinds=("tool_error",))
+        ).matches[0]
+        assert error.tool_name == case.error_tool, case.id
+        if case.title is not None:
+            assert sessions[case.session_id].title == case.title, case.id
+    for name, sid, word, kind in FIRST_FOUR:
+        hits = provider.search(SessionQueryRequest(query=word, session_id=sid)).matches
+        assert hits, name
+        if kind is not None:
+            assert hits[0].kind == kind, name
+    again = pg.ingest_paths([mixed], workspace="w")
+    assert (again.messages, again.errors) == (0, [])
+    assert_statistics_exact(dsn, "w")
