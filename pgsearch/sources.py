@@ -4,6 +4,7 @@ Directories are searched for the files of every format pgsearch reads:
 
 - ``*.jsonl`` (pgsearch's format and the agents' session logs), except Kimi CLI's
   ``context.jsonl`` beside a session's ``wire.jsonl``;
+- Aider chat histories ``.aider.chat.history.md``;
 - Gemini CLI session documents ``chats/session-*.json`` and saved chats
   ``checkpoint-*.json``;
 - OpenCode session files ``storage/session/<project>/<id>.json``. Each stands for
@@ -164,7 +165,11 @@ def _walk(root: Path, problems: list[IngestError] | None) -> list[Path]:
             path = here / name
             if _is_context_copy(name, filenames):
                 continue
-            if name.endswith(".jsonl") or (name.endswith(".json") and _is_session_document(path)):
+            if (
+                name.endswith(".jsonl")
+                or name == ".aider.chat.history.md"
+                or (name.endswith(".json") and _is_session_document(path))
+            ):
                 if path.is_file():
                     found.append(path)
     return found

@@ -34,6 +34,16 @@ class Case:
     def id(self) -> str:
         return self.name or self.format
 
+    def session_at(self, path: Path) -> str:
+        """The main session's id when the fixture is read at `path` (Aider's session ids
+        name the file they come from)."""
+        if self.format != "aider":
+            return self.session_id
+        from pgsearch import adapters
+
+        header = adapters.ADAPTERS["aider"].header(b"", default_session="", path=path.resolve())
+        return header.session_id
+
 
 COPILOT_SID = "6d1f0c2e-93a4-4b7e-8c15-2f9e0a7b3d48"
 PI_SID = "019c44a1-7e2b-7d90-b3f4-5a6c7d8e9f01"
@@ -41,6 +51,9 @@ OPENCLAW_SID = "3b0e6f52-2c71-4d89-a0b4-97e1c5d2f6a8"
 CODEX_DRIFT_SID = "019d7e31-44a2-7b10-9c6e-3f2a1b0c9d8e"
 DROID_SID = "5c9a1e7d-2f40-4b83-96d1-0e7a3b8c4f25"
 QWEN_SID = "8a2f6c10-3b7e-4d95-a1c4-6e0f9b2d7a53"
+AIDER_HISTORY = (
+    FIXTURES / "aider" / "home" / "dev" / "projects" / "kestrel" / ".aider.chat.history.md"
+)
 KIMI_SID = "0e8d4c7a-5b21-4f36-9a0c-d18e7b64f2a3"
 KIMI_CODE_SID = "41c7e0b2-6d8a-4f19-b3e5-02a9c8d7f614"
 KIMI_CODE_AGENTS = (
@@ -161,5 +174,14 @@ CASES = (
         error_tool="run_shell_command",
         title="Pear rows skipped after frost",
         cwd="/home/dev/projects/orchard",
+    ),
+    Case(
+        format="aider",
+        path=AIDER_HISTORY,
+        session_id="",  # named after the file: see `Case.session_at`
+        user_word="barometer drift",
+        error_words="unable to write file mission.py",
+        error_tool="aider",
+        cwd=str(AIDER_HISTORY.parent),
     ),
 )

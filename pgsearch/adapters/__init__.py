@@ -65,6 +65,7 @@ OPENCLAW = "openclaw"
 KIMI = "kimi"
 DROID = "droid"
 QWEN = "qwen"
+AIDER = "aider"
 
 #: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
 #: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
@@ -83,6 +84,7 @@ REGISTRY: tuple[Format, ...] = (
     Format(name=KIMI, module="pgsearch.adapters.kimi"),
     Format(name=DROID, module="pgsearch.adapters.droid"),
     Format(name=QWEN, module="pgsearch.adapters.qwen"),
+    Format(name=AIDER, module="pgsearch.adapters.aider"),
 )
 
 #: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
@@ -271,6 +273,11 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
                 if adapter(name).looks_like_document(doc):
                     return name
             heads = [doc] if isinstance(doc, dict) else list(doc[:DETECT_LINES])
+    if not heads:
+        from pgsearch.adapters import aider
+
+        if aider.looks_like(data):
+            return AIDER
     what = _resembles(heads)
     if what is not None:
         raise IngestError(
@@ -278,7 +285,7 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
         )
     if not heads and data.lstrip().startswith((b"#", b">")):
         raise IngestError(
-            f"not a format pgsearch reads (Markdown or text, e.g. an Aider chat history); "
+            f"not a format pgsearch reads (Markdown or text that is no Aider chat history); "
             f"{_known()}",
             path=path,
         )
@@ -317,6 +324,7 @@ def known_formats() -> str:
 
 __all__ = [
     "ADAPTERS",
+    "AIDER",
     "AUTO",
     "CLAUDE_CODE",
     "CODEX",

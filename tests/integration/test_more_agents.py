@@ -26,7 +26,7 @@ def test_ingest_search_around_for_each_agent(case: Case, pg: PgSearch, dsn: str)
     assert result.messages > 0
     hits = pg.provider(workspace="w").search(SessionQueryRequest(query=case.user_word))
     top = hits.matches[0]
-    assert (top.session_id, top.kind, top.role) == (case.session_id, "user_text", "user")
+    assert (top.session_id, top.kind, top.role) == (case.session_at(case.path), "user_text", "user")
     window = pg.provider(workspace="w").around(top.session_id, top.seq, before=2, after=2)
     assert any(m.seq == top.seq for m in window.messages)
     assert (
@@ -103,9 +103,8 @@ def test_a_directory_mixing_every_agent_finds_a_word_from_each(
     sessions = {s.session_id: s for s in pg.sessions(workspace="w")}
     provider = pg.provider(workspace="w")
     for case in CASES:
-        top = provider.search(
-            SessionQueryRequest(query=case.user_word, session_id=case.session_id)
-        ).matches[0]
+        sid = case.session_at(mixed / case.path.relative_to(FIXTURES))
+        top = provider.search(SessionQueryRequest(query=case.user_word, session_id=sid)).matches[0]
         assert (top.kind, top.role) == ("user_text", "user"), case.id
         assert case.user_word in top.excerpt.replace("**", "").lower(), case.id
         error = provider.search(
