@@ -54,7 +54,7 @@ from pgsearch.sources import (
     FileView,
     Pin,
     find_sources,
-    is_opencode_session,
+    is_assembled,
     open_source,
     read_source,
 )
@@ -522,7 +522,7 @@ class Ingestor:
         """
         shown = str(given)
         limit = self.settings.ingest_chunk_bytes
-        if is_opencode_session(real):
+        if is_assembled(real):
             return None
         fd, st = open_source(real, shown=shown, pin=pin)
         with os.fdopen(fd, "rb"):
@@ -833,7 +833,7 @@ class Ingestor:
         ]
         if not found:
             return None
-        if is_opencode_session(real):  # its bytes are the assembled session
+        if is_assembled(real):  # its bytes are the assembled session
             try:
                 data = read_source(real, shown=prepared.shown, pin=pin).data
             except IngestError:

@@ -21,6 +21,7 @@ named on the command line is read whatever its name.
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import logging
 import os
@@ -127,8 +128,25 @@ def is_opencode_session(path: Path) -> bool:
     )
 
 
+#: VS Code extensions whose tasks are Cline's: Cline itself and Roo Code, its fork.
+CLINE_EXTENSIONS = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline")
+
+
+def is_cline_task(path: Path) -> bool:
+    """``.../tasks/<task id>/ui_messages.json``: a Cline or Roo Code task."""
+    return path.name == "ui_messages.json" and path.parent.parent.name == "tasks"
+
+
+def is_assembled(path: Path) -> bool:
+    """Whether ingest reads `path` as a session assembled from several files (an
+    OpenCode session, a Cline task) rather than as the file's own bytes."""
+    return is_opencode_session(path) or is_cline_task(path)
+
+
 def _is_session_document(path: Path) -> bool:
     name = path.name
+    if is_cline_task(path):
+        return True
     if name.startswith(("checkpoint-", "ses_")) and name.endswith(".json"):
         return True  # a Gemini CLI saved chat; an OpenCode session or its export
     if name.startswith("session-") and name.endswith(".json") and path.parent.name == "chats":
@@ -229,6 +247,24 @@ def _opencode_document(session_file: Path) -> bytes:
     return json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
 
 
+def _cline_document(path: Path, messages: bytes) -> bytes:
+    """A Cline task: its UI messages with the task's facts beside them (Roo Code's
+    ``history_item.json``: the parent task, the workspace), and a digest of all of it
+    last, so that any change is seen in the end of the bytes."""
+    try:
+        ui = json.loads(messages)
+    except (ValueError, RecursionError):
+        ui = None  # read as it is: the adapter says what is wrong with it
+    document = {
+        "cline_task": path.parent.name,
+        "ui_messages": ui,
+        "history_item": _read_json(path.parent / "history_item.json"),
+    }
+    body = json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    return (body[:-1] + f',"~digest":"{digest}"}}').encode()
+
+
 def read_source(path: Path, *, shown: str, pin: Pin | None = None) -> Source:
     """The bytes ingest reads for `path` (a file's own, or an assembled session),
     read from the file `open_source` opened."""
@@ -238,6 +274,8 @@ def read_source(path: Path, *, shown: str, pin: Pin | None = None) -> Source:
             mtime = datetime.fromtimestamp(st.st_mtime, tz=UTC)
             if is_opencode_session(path):
                 return Source(_opencode_document(path), mtime)
+            if is_cline_task(path):
+                return Source(_cline_document(path, fh.read()), mtime)
             return Source(fh.read(), mtime)
     except OSError as exc:
         raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+#: Formats whose files are documents rewritten whole (not logs that grow).
+DOCUMENT_FORMATS = frozenset({"cline", "roo-code"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +56,9 @@ QWEN_SID = "8a2f6c10-3b7e-4d95-a1c4-6e0f9b2d7a53"
 AIDER_HISTORY = (
     FIXTURES / "aider" / "home" / "dev" / "projects" / "kestrel" / ".aider.chat.history.md"
 )
+CLINE_TASK = "1761903842117"
+ROO_PARENT = "9b3e27c4-51a0-4f6d-8e2b-7c1d0a4f9e63"
+ROO_CHILD = "2f6d8a1b-0c3e-4b57-9a24-e5f1c7d3b802"
 KIMI_SID = "0e8d4c7a-5b21-4f36-9a0c-d18e7b64f2a3"
 KIMI_CODE_SID = "41c7e0b2-6d8a-4f19-b3e5-02a9c8d7f614"
 KIMI_CODE_AGENTS = (
@@ -183,5 +188,32 @@ CASES = (
         error_words="unable to write file mission.py",
         error_tool="aider",
         cwd=str(AIDER_HISTORY.parent),
+    ),
+    Case(
+        format="cline",
+        path=FIXTURES
+        / "cline"
+        / "saoudrizwan.claude-dev"
+        / "tasks"
+        / CLINE_TASK
+        / "ui_messages.json",
+        session_id=CLINE_TASK,
+        user_word="invoice pdf renderer",
+        error_words="search block does not match",
+        error_tool="editedExistingFile",
+    ),
+    Case(
+        format="roo-code",
+        path=FIXTURES
+        / "cline"
+        / "rooveterinaryinc.roo-cline"
+        / "tasks"
+        / ROO_PARENT
+        / "ui_messages.json",
+        session_id=ROO_PARENT,
+        user_word="weather station importer",
+        error_words="blocked by the .rooignore",
+        error_tool="readFile",
+        cwd="/home/dev/projects/barometer",
     ),
 )

@@ -66,6 +66,8 @@ KIMI = "kimi"
 DROID = "droid"
 QWEN = "qwen"
 AIDER = "aider"
+CLINE = "cline"
+ROO_CODE = "roo-code"
 
 #: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
 #: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
@@ -85,13 +87,27 @@ REGISTRY: tuple[Format, ...] = (
     Format(name=DROID, module="pgsearch.adapters.droid"),
     Format(name=QWEN, module="pgsearch.adapters.qwen"),
     Format(name=AIDER, module="pgsearch.adapters.aider"),
+    Format(name=CLINE, module="pgsearch.adapters.cline"),
+    Format(name=ROO_CODE, module="pgsearch.adapters.cline", attribute="ROO_ADAPTER"),
 )
 
 #: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
 #: line: a more specific test before a more general one that would also accept the
 #: line. pgsearch's own format is what a line with a role is when none claims it;
-#: OpenClaw writes Pi's format and is told apart by its directory (`detect_format`).
-LINE_DETECTION = (CODEX, COPILOT_CLI, DROID, PI, KIMI, QWEN, CLAUDE_CODE, GEMINI, OPENCODE)
+#: OpenClaw writes Pi's format and Roo Code Cline's; each is told apart by its
+#: directory (`detect_format`).
+LINE_DETECTION = (
+    CODEX,
+    COPILOT_CLI,
+    DROID,
+    PI,
+    KIMI,
+    QWEN,
+    CLAUDE_CODE,
+    GEMINI,
+    OPENCODE,
+    CLINE,
+)
 
 FORMATS = tuple(f.name for f in REGISTRY)
 #: Choices of ``pgsearch ingest --format``.
@@ -264,6 +280,11 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
 
             if pi.is_openclaw(path):
                 return OPENCLAW  # OpenClaw writes Pi's format; its directory tells them apart
+        if fmt == CLINE:
+            from pgsearch.adapters import cline
+
+            if cline.is_roo(path):
+                return ROO_CODE  # Roo Code writes Cline's tasks; its directory tells them apart
         if fmt is not None:
             return fmt
     if not heads:
@@ -327,6 +348,7 @@ __all__ = [
     "AIDER",
     "AUTO",
     "CLAUDE_CODE",
+    "CLINE",
     "CODEX",
     "COPILOT_CLI",
     "DROID",
@@ -341,6 +363,7 @@ __all__ = [
     "PI",
     "QWEN",
     "REGISTRY",
+    "ROO_CODE",
     "Adapter",
     "FileHeader",
     "Format",

@@ -3,6 +3,7 @@ around, titles, sub-agents, idempotent re-ingest and growth under ``--watch``.""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from pgsearch import PgSearch, SessionQueryRequest
 from pgsearch.watch import Watcher
-from tests.agent_cases import CASES, Case
+from tests.agent_cases import CASES, DOCUMENT_FORMATS, Case
 from tests.helpers import assert_statistics_exact
 
 
@@ -47,7 +48,9 @@ def test_ingest_search_around_for_each_agent(case: Case, pg: PgSearch, dsn: str)
     assert_statistics_exact(dsn, "w")
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.format not in DOCUMENT_FORMATS], ids=lambda c: c.id
+)
 def test_a_log_growing_under_watch_lands_once(
     case: Case, pg: PgSearch, dsn: str, tmp_path: Path
 ) -> None:
@@ -120,4 +123,31 @@ def test_a_directory_mixing_every_agent_finds_a_word_from_each(
             assert hits[0].kind == kind, name
     again = pg.ingest_paths([mixed], workspace="w")
     assert (again.messages, again.errors) == (0, [])
+    assert_statistics_exact(dsn, "w")
+
+
+def test_a_task_rewritten_under_watch_is_read_again_whole(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    [case] = [c for c in CASES if c.format == "cline"]
+    task = tmp_path / "saoudrizwan.claude-dev" / "tasks" / case.session_id
+    shutil.copytree(case.path.parent, task)
+    watcher = Watcher(lambda p: pg.ingest_file(p, workspace="w"), [tmp_path], interval=0.01)
+    [first] = watcher.poll()
+    assert first.error is None and first.messages > 0
+    assert watcher.poll() == []
+    messages = json.loads((task / "ui_messages.json").read_text(encoding="utf-8"))
+    messages.append(
+        {
+            "ts": messages[-1]["ts"] + 5000,
+            "type": "say",
+            "say": "user_feedback",
+            "text": "Also widen the footer for long addresses.",
+        }
+    )
+    (task / "ui_messages.json").write_text(json.dumps(messages), encoding="utf-8")
+    [second] = watcher.poll()
+    assert second.rewritten and second.messages == first.messages + 1
+    hits = search(pg, "widen footer addresses")
+    assert hits and hits[0][:2] == (case.session_id, "user_text")
     assert_statistics_exact(dsn, "w")

@@ -11,19 +11,26 @@ import pytest
 from pgsearch import adapters
 from pgsearch.adapters import Parsed
 from pgsearch.messages import Entry
+from pgsearch.sources import read_source
 from tests.agent_cases import CASES, COPILOT_SID, Case
+
+
+def read(path: Path) -> bytes:
+    """What ingest reads for `path`: its bytes, or the session assembled around it."""
+    return read_source(path, shown=str(path)).data
+
 
 #: Formats of JSON lines, which read the same from any line (Aider's Markdown is read
 #: on from block boundaries only: `test_aider_reads_on_from_where_each_pass_stopped`).
 LINE_CASES = [
     c
     for c in CASES
-    if c.format != "aider" and not adapters.ADAPTERS[c.format].is_document(c.path.read_bytes())
+    if c.format != "aider" and not adapters.ADAPTERS[c.format].is_document(read(c.path))
 ]
 
 
 def parse_all(path: Path, start: int = 0, first_line: int = 0, data: bytes | None = None) -> Parsed:
-    data = path.read_bytes() if data is None else data
+    data = read(path) if data is None else data
     adapter = adapters.ADAPTERS[adapters.detect_format(data, path=str(path))]
     header = adapter.header(data, default_session=path.stem, path=path)
     return adapter.parse(data, start, first_line, path=str(path), header=header)
@@ -35,7 +42,7 @@ def shape(entries: list[Entry]) -> list[tuple[str, str, str, str | None]]:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_each_agent_is_detected_without_a_format_and_names_its_session(case: Case) -> None:
-    data = case.path.read_bytes()
+    data = read(case.path)
     assert adapters.detect_format(data, path=str(case.path)) == case.format
     header = adapters.ADAPTERS[case.format].header(
         data, default_session=case.path.stem, path=case.path
@@ -278,3 +285,38 @@ def test_aider_reads_on_from_where_each_pass_stopped() -> None:
     assert [(e.session_id, e.kind, e.content) for e in got] == [
         (e.session_id, e.kind, e.content) for e in whole.entries
     ]
+
+
+def test_cline_tasks_map_the_ui_messages_and_roo_subtasks_link_to_their_parent() -> None:
+    [case] = [c for c in CASES if c.format == "cline"]
+    parsed = parse_all(case.path)
+    assert [(e.role, e.kind, e.tool_name) for e in parsed.entries] == [
+        ("user", "user_text", None),  # the task
+        ("assistant", "assistant_text", None),  # reasoning and request records dropped
+        ("assistant", "tool_input", "readFile"),
+        ("assistant", "assistant_text", None),
+        ("assistant", "tool_input", "execute_command"),
+        ("tool", "tool_output", "execute_command"),
+        ("assistant", "tool_input", "editedExistingFile"),
+        ("tool", "tool_error", "editedExistingFile"),  # diff_error
+        ("assistant", "assistant_text", None),  # the followup question
+        ("user", "user_text", None),  # the answer
+        ("assistant", "assistant_text", None),  # completion_result
+    ]
+    assert "footer" in parsed.entries[8].content and "- From the template" in (
+        parsed.entries[8].content
+    )
+    assert '"content"' not in parsed.entries[2].arguments  # what it read is no argument
+    assert parsed.unknown == {"say/browser_session_started": 1}
+    from tests.agent_cases import ROO_CHILD, ROO_PARENT
+
+    child = parse_all(
+        case.path.parents[2].parent
+        / "rooveterinaryinc.roo-cline"
+        / "tasks"
+        / ROO_CHILD
+        / "ui_messages.json"
+    )
+    assert child.parents == {ROO_CHILD: ROO_PARENT}
+    assert [(e.role, e.kind) for e in child.entries][:1] == [("assistant", "assistant_text")]
+    assert [e.kind for e in child.entries].count("tool_error") == 1  # "error: …" output
