@@ -59,6 +59,7 @@ AIDER_HISTORY = (
 CLINE_TASK = "1761903842117"
 ROO_PARENT = "9b3e27c4-51a0-4f6d-8e2b-7c1d0a4f9e63"
 ROO_CHILD = "2f6d8a1b-0c3e-4b57-9a24-e5f1c7d3b802"
+CURSOR_SID = "7d2e9c41-8b35-4f06-a1d7-3c9e5b0f2a84"
 KIMI_SID = "0e8d4c7a-5b21-4f36-9a0c-d18e7b64f2a3"
 KIMI_CODE_SID = "41c7e0b2-6d8a-4f19-b3e5-02a9c8d7f614"
 KIMI_CODE_AGENTS = (
@@ -215,5 +216,20 @@ CASES = (
         error_words="blocked by the .rooignore",
         error_tool="readFile",
         cwd="/home/dev/projects/barometer",
+    ),
+    Case(
+        format="cursor",
+        path=FIXTURES
+        / "cursor"
+        / ".cursor"
+        / "projects"
+        / "home-dev-projects-lumen"
+        / "agent-transcripts"
+        / CURSOR_SID
+        / f"{CURSOR_SID}.jsonl",
+        session_id=CURSOR_SID,
+        user_word="bloom pass",
+        error_words="test_hud_after_bloom",
+        error_tool="Shell",
     ),
 )

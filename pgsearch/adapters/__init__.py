@@ -68,6 +68,7 @@ QWEN = "qwen"
 AIDER = "aider"
 CLINE = "cline"
 ROO_CODE = "roo-code"
+CURSOR = "cursor"
 
 #: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
 #: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
@@ -89,6 +90,7 @@ REGISTRY: tuple[Format, ...] = (
     Format(name=AIDER, module="pgsearch.adapters.aider"),
     Format(name=CLINE, module="pgsearch.adapters.cline"),
     Format(name=ROO_CODE, module="pgsearch.adapters.cline", attribute="ROO_ADAPTER"),
+    Format(name=CURSOR, module="pgsearch.adapters.cursor"),
 )
 
 #: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
@@ -107,6 +109,7 @@ LINE_DETECTION = (
     GEMINI,
     OPENCODE,
     CLINE,
+    CURSOR,
 )
 
 FORMATS = tuple(f.name for f in REGISTRY)
@@ -351,6 +354,7 @@ __all__ = [
     "CLINE",
     "CODEX",
     "COPILOT_CLI",
+    "CURSOR",
     "DROID",
     "FORMATS",
     "FORMAT_CHOICES",

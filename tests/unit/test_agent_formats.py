@@ -64,9 +64,13 @@ def test_each_agent_maps_prompts_tool_errors_titles_and_sub_agents(case: Case) -
     calls = [e for e in parsed.entries if e.kind == "tool_input"]
     assert calls or case.format == "aider"  # Aider's history names no tool calls
     assert all(e.tool_name and e.arguments.startswith(e.tool_name) for e in calls)
-    # Times are the source's (a line without one takes its predecessor's when stored).
+    # Times are the source's (a line without one takes its predecessor's when stored;
+    # Cursor's transcripts have none: they take the file's modification time).
     timed = [e.created_at is not None for e in parsed.entries]
-    assert timed[0] and timed.count(False) <= (1 if case.id == "codex-drift" else 0)
+    if case.format == "cursor":
+        assert not any(timed)
+    else:
+        assert timed[0] and timed.count(False) <= (1 if case.id == "codex-drift" else 0)
     if case.title is not None:
         assert parsed.titles[case.session_id].title == case.title
     if case.child_session is not None:
@@ -320,3 +324,28 @@ def test_cline_tasks_map_the_ui_messages_and_roo_subtasks_link_to_their_parent()
     assert child.parents == {ROO_CHILD: ROO_PARENT}
     assert [(e.role, e.kind) for e in child.entries][:1] == [("assistant", "assistant_text")]
     assert [e.kind for e in child.entries].count("tool_error") == 1  # "error: …" output
+
+
+def test_cursor_transcripts_strip_the_query_wrapper_and_link_sub_agents() -> None:
+    from tests.agent_cases import CURSOR_SID
+
+    [case] = [c for c in CASES if c.format == "cursor"]
+    parsed = parse_all(case.path)
+    assert [(e.role, e.kind, e.tool_name) for e in parsed.entries] == [
+        ("system", "system", None),  # <attached_files>
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),
+        ("assistant", "tool_input", "Grep"),
+        ("tool", "tool_output", "Grep"),
+        ("assistant", "tool_input", "Shell"),
+        ("tool", "tool_error", "Shell"),
+        ("assistant", "assistant_text", None),
+        ("assistant", "tool_input", "Task"),
+    ]
+    assert parsed.entries[1].content.startswith("The bloom pass makes the HUD text glow")
+    assert parsed.unknown == {"checkpoint_created": 1}
+    child_path = next((case.path.parent / "subagents").glob("*.jsonl"))
+    child = parse_all(child_path)
+    sub = f"{CURSOR_SID}/{child_path.stem}"
+    assert child.parents == {sub: CURSOR_SID}
+    assert child.entries[0].role == "assistant"  # the parent agent's prompt
