@@ -8,7 +8,7 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 #: Formats whose files are documents rewritten whole (not logs that grow).
-DOCUMENT_FORMATS = frozenset({"cline", "roo-code"})
+DOCUMENT_FORMATS = frozenset({"cline", "roo-code", "amp"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +60,7 @@ CLINE_TASK = "1761903842117"
 ROO_PARENT = "9b3e27c4-51a0-4f6d-8e2b-7c1d0a4f9e63"
 ROO_CHILD = "2f6d8a1b-0c3e-4b57-9a24-e5f1c7d3b802"
 CURSOR_SID = "7d2e9c41-8b35-4f06-a1d7-3c9e5b0f2a84"
+AMP_THREAD = "T-3e1c9a57-0b2d-4f86-9c14-7a5e2d8b6f10"
 KIMI_SID = "0e8d4c7a-5b21-4f36-9a0c-d18e7b64f2a3"
 KIMI_CODE_SID = "41c7e0b2-6d8a-4f19-b3e5-02a9c8d7f614"
 KIMI_CODE_AGENTS = (
@@ -231,5 +232,15 @@ CASES = (
         user_word="bloom pass",
         error_words="test_hud_after_bloom",
         error_tool="Shell",
+    ),
+    Case(
+        format="amp",
+        path=FIXTURES / "amp" / ".local" / "share" / "amp" / "threads" / f"{AMP_THREAD}.json",
+        session_id=AMP_THREAD,
+        user_word="websocket reconnect",
+        error_words="no pong within",
+        error_tool="Bash",
+        title="Flaky websocket reconnect test",
+        cwd="/home/dev/projects/tidewire",
     ),
 )

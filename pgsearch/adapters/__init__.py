@@ -69,6 +69,7 @@ AIDER = "aider"
 CLINE = "cline"
 ROO_CODE = "roo-code"
 CURSOR = "cursor"
+AMP = "amp"
 
 #: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
 #: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
@@ -91,6 +92,7 @@ REGISTRY: tuple[Format, ...] = (
     Format(name=CLINE, module="pgsearch.adapters.cline"),
     Format(name=ROO_CODE, module="pgsearch.adapters.cline", attribute="ROO_ADAPTER"),
     Format(name=CURSOR, module="pgsearch.adapters.cursor"),
+    Format(name=AMP, module="pgsearch.adapters.amp"),
 )
 
 #: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
@@ -110,6 +112,7 @@ LINE_DETECTION = (
     OPENCODE,
     CLINE,
     CURSOR,
+    AMP,
 )
 
 FORMATS = tuple(f.name for f in REGISTRY)
@@ -349,6 +352,7 @@ def known_formats() -> str:
 __all__ = [
     "ADAPTERS",
     "AIDER",
+    "AMP",
     "AUTO",
     "CLAUDE_CODE",
     "CLINE",

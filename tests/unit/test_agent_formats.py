@@ -349,3 +349,20 @@ def test_cursor_transcripts_strip_the_query_wrapper_and_link_sub_agents() -> Non
     sub = f"{CURSOR_SID}/{child_path.stem}"
     assert child.parents == {sub: CURSOR_SID}
     assert child.entries[0].role == "assistant"  # the parent agent's prompt
+
+
+def test_amp_threads_map_runs_and_exit_codes() -> None:
+    [case] = [c for c in CASES if c.format == "amp"]
+    parsed = parse_all(case.path)
+    assert [(e.role, e.kind, e.tool_name) for e in parsed.entries] == [
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),
+        ("assistant", "tool_input", "Grep"),
+        ("tool", "tool_output", "Grep"),
+        ("assistant", "tool_input", "Bash"),
+        ("tool", "tool_error", "Bash"),  # exit code 1
+        ("assistant", "tool_input", "Bash"),  # rg that found nothing: no entry, no error
+        ("assistant", "assistant_text", None),
+    ]
+    assert parsed.entries[3].content.startswith("client/ws.py:14:HEARTBEAT_SECONDS = 30")
+    assert parsed.entries[0].created_at == datetime(2025, 12, 10, 12, 33, 21, tzinfo=UTC)
