@@ -5,6 +5,8 @@ Directories are searched for the files of every format pgsearch reads:
 - ``*.jsonl`` (pgsearch's format and the agents' session logs), except Kimi CLI's
   ``context.jsonl`` beside a session's ``wire.jsonl``;
 - Aider chat histories ``.aider.chat.history.md``; Amp threads ``threads/T-*.json``;
+  the SQLite stores of Crush (``crush.db``) and Cursor (``state.vscdb``), read as
+  documents (`pgsearch.agent_stores`);
   Cline and Roo Code tasks ``tasks/<id>/ui_messages.json`` (read with the task's
   ``history_item.json``);
 - Gemini CLI session documents ``chats/session-*.json`` and saved chats
@@ -139,10 +141,19 @@ def is_cline_task(path: Path) -> bool:
     return path.name == "ui_messages.json" and path.parent.parent.name == "tasks"
 
 
+#: File names of the agents' SQLite stores (`pgsearch.agent_stores`).
+SQLITE_STORES = ("crush.db", "state.vscdb")
+
+
+def is_sqlite_store(path: Path) -> bool:
+    """An agent's SQLite store: Crush's ``crush.db``, Cursor's ``state.vscdb``."""
+    return path.name in SQLITE_STORES
+
+
 def is_assembled(path: Path) -> bool:
-    """Whether ingest reads `path` as a session assembled from several files (an
-    OpenCode session, a Cline task) rather than as the file's own bytes."""
-    return is_opencode_session(path) or is_cline_task(path)
+    """Whether ingest reads `path` as a document assembled for it (an OpenCode session
+    and its files, a Cline task, an agent's SQLite store) rather than its own bytes."""
+    return is_opencode_session(path) or is_cline_task(path) or is_sqlite_store(path)
 
 
 def _is_session_document(path: Path) -> bool:
@@ -190,6 +201,7 @@ def _walk(root: Path, problems: list[IngestError] | None) -> list[Path]:
             if (
                 name.endswith(".jsonl")
                 or name == ".aider.chat.history.md"
+                or name in SQLITE_STORES
                 or (name.endswith(".json") and _is_session_document(path))
             ):
                 if path.is_file():
@@ -280,6 +292,10 @@ def read_source(path: Path, *, shown: str, pin: Pin | None = None) -> Source:
                 return Source(_opencode_document(path), mtime)
             if is_cline_task(path):
                 return Source(_cline_document(path, fh.read()), mtime)
+            if is_sqlite_store(path):
+                from pgsearch import agent_stores
+
+                return Source(agent_stores.snapshot(path, shown=shown), mtime)
             return Source(fh.read(), mtime)
     except OSError as exc:
         raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None

@@ -3,12 +3,36 @@ what each must yield: shared by the unit tests and the tests on a real server.""
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import sqlite3
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+#: The agents' SQLite stores, built from their hand-written SQL (``<store>.sql``
+#: beside where the store lives) once per test process.
+STORES = Path(tempfile.mkdtemp(prefix="pgsearch-agent-stores-"))
+atexit.register(shutil.rmtree, STORES, ignore_errors=True)
+
+
+def build_store(sql: Path, target: Path) -> Path:
+    """The SQLite store `sql` describes, written at `target`."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(target)
+    try:
+        conn.executescript(sql.read_text(encoding="utf-8"))
+        conn.commit()
+    finally:
+        conn.close()
+    return target
+
+
+for _sql in sorted(FIXTURES.rglob("*.sql")):
+    build_store(_sql, STORES / _sql.relative_to(FIXTURES).with_suffix(""))
 #: Formats whose files are documents rewritten whole (not logs that grow).
-DOCUMENT_FORMATS = frozenset({"cline", "roo-code", "amp"})
+DOCUMENT_FORMATS = frozenset({"cline", "roo-code", "amp", "crush", "cursor-store"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +60,16 @@ class Case:
     def id(self) -> str:
         return self.name or self.format
 
+    @property
+    def base(self) -> Path:
+        """Where the case's fixture tree is: the fixtures, or the stores built from them."""
+        return STORES if self.path.is_relative_to(STORES) else FIXTURES
+
+    @property
+    def root(self) -> Path:
+        """The top directory of the case's fixture tree."""
+        return self.base / self.path.relative_to(self.base).parts[0]
+
     def session_at(self, path: Path) -> str:
         """The main session's id when the fixture is read at `path` (Aider's session ids
         name the file they come from)."""
@@ -61,6 +95,8 @@ ROO_PARENT = "9b3e27c4-51a0-4f6d-8e2b-7c1d0a4f9e63"
 ROO_CHILD = "2f6d8a1b-0c3e-4b57-9a24-e5f1c7d3b802"
 CURSOR_SID = "7d2e9c41-8b35-4f06-a1d7-3c9e5b0f2a84"
 AMP_THREAD = "T-3e1c9a57-0b2d-4f86-9c14-7a5e2d8b6f10"
+CRUSH_SID = "8c0f3e2a-5d71-4b96-a2e4-1f9d7c6b3a05"
+CRUSH_PROJECT = STORES / "crush" / "home" / "dev" / "projects" / "ferryman"
 KIMI_SID = "0e8d4c7a-5b21-4f36-9a0c-d18e7b64f2a3"
 KIMI_CODE_SID = "41c7e0b2-6d8a-4f19-b3e5-02a9c8d7f614"
 KIMI_CODE_AGENTS = (
@@ -242,5 +278,17 @@ CASES = (
         error_tool="Bash",
         title="Flaky websocket reconnect test",
         cwd="/home/dev/projects/tidewire",
+    ),
+    Case(
+        format="crush",
+        path=CRUSH_PROJECT / ".crush" / "crush.db",
+        session_id=CRUSH_SID,
+        user_word="ferry timetable",
+        error_words="test_overnight_sailing",
+        error_tool="bash",
+        title="Overnight ferry sailings dropped",
+        child_session="call_sub_7QmT",
+        child_word="arrive after midnight",
+        cwd=str(CRUSH_PROJECT),
     ),
 )

@@ -70,6 +70,7 @@ CLINE = "cline"
 ROO_CODE = "roo-code"
 CURSOR = "cursor"
 AMP = "amp"
+CRUSH = "crush"
 
 #: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
 #: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
@@ -93,6 +94,7 @@ REGISTRY: tuple[Format, ...] = (
     Format(name=ROO_CODE, module="pgsearch.adapters.cline", attribute="ROO_ADAPTER"),
     Format(name=CURSOR, module="pgsearch.adapters.cursor"),
     Format(name=AMP, module="pgsearch.adapters.amp"),
+    Format(name=CRUSH, module="pgsearch.adapters.crush"),
 )
 
 #: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
@@ -113,6 +115,7 @@ LINE_DETECTION = (
     CLINE,
     CURSOR,
     AMP,
+    CRUSH,
 )
 
 FORMATS = tuple(f.name for f in REGISTRY)
@@ -358,6 +361,7 @@ __all__ = [
     "CLINE",
     "CODEX",
     "COPILOT_CLI",
+    "CRUSH",
     "CURSOR",
     "DROID",
     "FORMATS",

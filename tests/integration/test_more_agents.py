@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -98,15 +100,15 @@ def test_a_directory_mixing_every_agent_finds_a_word_from_each(
     from tests.agent_cases import FIXTURES
 
     mixed = tmp_path / "logs"
-    names = {c.path.relative_to(FIXTURES).parts[0] for c in CASES}
-    for name in sorted(names | {"claude-code", "codex", "gemini", "opencode"}):
-        shutil.copytree(FIXTURES / name, mixed / name, dirs_exist_ok=True)
+    roots = {c.root for c in CASES} | {FIXTURES / n for n in ("claude-code", "codex", "gemini")}
+    for root in sorted(roots | {FIXTURES / "opencode"}):
+        shutil.copytree(root, mixed / root.name, dirs_exist_ok=True)
     report = pg.ingest_paths([mixed], workspace="w")
     assert report.errors == [], report.errors
     sessions = {s.session_id: s for s in pg.sessions(workspace="w")}
     provider = pg.provider(workspace="w")
     for case in CASES:
-        sid = case.session_at(mixed / case.path.relative_to(FIXTURES))
+        sid = case.session_at(mixed / case.path.relative_to(case.base))
         top = provider.search(SessionQueryRequest(query=case.user_word, session_id=sid)).matches[0]
         assert (top.kind, top.role) == ("user_text", "user"), case.id
         assert case.user_word in top.excerpt.replace("**", "").lower(), case.id
@@ -151,3 +153,63 @@ def test_a_task_rewritten_under_watch_is_read_again_whole(
     hits = search(pg, "widen footer addresses")
     assert hits and hits[0][:2] == (case.session_id, "user_text")
     assert_statistics_exact(dsn, "w")
+
+
+def _crush_copy(tmp_path: Path, journal: str) -> tuple[Path, str]:
+    [case] = [c for c in CASES if c.format == "crush"]
+    store = tmp_path / "ferryman" / ".crush" / "crush.db"
+    store.parent.mkdir(parents=True)
+    shutil.copyfile(case.path, store)
+    with sqlite3.connect(store) as conn:
+        conn.execute(f"PRAGMA journal_mode = {journal}")
+    return store, case.session_id
+
+
+def _add_message(conn: sqlite3.Connection, sid: str, text: str) -> None:
+    parts = json.dumps([{"type": "text", "data": {"text": text}}])
+    conn.execute(
+        "INSERT INTO messages (id, session_id, role, parts, created_at, updated_at)"
+        " VALUES (?, ?, 'user', ?, 1768400100, 1768400100)",
+        (f"m-{text[:8]}", sid, parts),
+    )
+
+
+def test_a_store_written_while_it_is_ingested_is_read_consistently_and_again(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    store, sid = _crush_copy(tmp_path, "wal")
+    writer = sqlite3.connect(store, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        _add_message(writer, sid, "Also check the winter timetable for Orkney.")
+        # The agent holds a write transaction: ingest neither waits for it nor sees it.
+        first = pg.ingest_file(store, workspace="w")
+        assert first.error is None and first.messages > 0
+        assert search(pg, "Orkney") == []
+        writer.execute("COMMIT")
+        watcher = Watcher(lambda p: pg.ingest_file(p, workspace="w"), [tmp_path], interval=0.01)
+        [seen] = watcher.poll()  # the commit changed the WAL file: the store is read again
+        assert seen.rewritten and seen.messages == first.messages + 1
+        assert search(pg, "Orkney")[0][:2] == (sid, "user_text")
+        assert watcher.poll() == []
+        again = pg.ingest_file(store, workspace="w")
+        assert (again.unchanged, again.messages) == (True, 0)
+    finally:
+        writer.close()
+    assert_statistics_exact(dsn, "w")
+
+
+def test_a_store_locked_by_its_agent_is_waited_for(pg: PgSearch, tmp_path: Path) -> None:
+    store, sid = _crush_copy(tmp_path, "delete")
+    writer = sqlite3.connect(store, isolation_level=None, check_same_thread=False)
+    writer.execute("BEGIN EXCLUSIVE")  # a rollback-journal writer shuts readers out
+    _add_message(writer, sid, "Ship the overnight fix today.")
+    release = threading.Timer(1.5, lambda: writer.execute("COMMIT"))
+    release.start()
+    try:
+        result = pg.ingest_file(store, workspace="w")
+    finally:
+        release.join()
+        writer.close()
+    assert result.error is None
+    assert search(pg, "overnight fix today")[0][:2] == (sid, "user_text")

@@ -366,3 +366,31 @@ def test_amp_threads_map_runs_and_exit_codes() -> None:
     ]
     assert parsed.entries[3].content.startswith("client/ws.py:14:HEARTBEAT_SECONDS = 30")
     assert parsed.entries[0].created_at == datetime(2025, 12, 10, 12, 33, 21, tzinfo=UTC)
+
+
+def test_crush_store_maps_sessions_sub_agents_and_summaries_without_writing_it() -> None:
+    [case] = [c for c in CASES if c.format == "crush"]
+    before = (case.path.read_bytes(), case.path.stat().st_mtime_ns)
+    siblings = sorted(p.name for p in case.path.parent.iterdir())
+    parsed = parse_all(case.path)
+    main = [
+        (e.role, e.kind, e.tool_name) for e in parsed.entries if e.session_id == case.session_id
+    ]
+    assert main == [
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),  # reasoning is not stored
+        ("assistant", "tool_input", "grep"),
+        ("tool", "tool_output", "grep"),
+        ("assistant", "tool_input", "bash"),
+        ("tool", "tool_error", "bash"),
+        ("assistant", "tool_input", "agent"),
+        ("tool", "tool_output", "agent"),
+        ("assistant", "assistant_text", None),
+        ("system", "summary", None),
+    ]
+    child = [(e.role, e.kind) for e in parsed.entries if e.session_id == case.child_session]
+    assert child == [("assistant", "assistant_text"), ("assistant", "assistant_text")]
+    assert parsed.titles[case.session_id].auto
+    # Read-only: the store and its directory are as they were.
+    assert (case.path.read_bytes(), case.path.stat().st_mtime_ns) == before
+    assert sorted(p.name for p in case.path.parent.iterdir()) == siblings
