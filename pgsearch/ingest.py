@@ -54,7 +54,7 @@ from pgsearch.sources import (
     FileView,
     Pin,
     find_sources,
-    is_opencode_session,
+    is_assembled,
     open_source,
     read_source,
 )
@@ -347,8 +347,10 @@ def workspace_of(
         fd, _ = open_source(real, shown=shown, pin=pin)
         with os.fdopen(fd, "rb") as fh:
             head = fh.read(_HEAD_BYTES)
-        if head.lstrip()[:1] in (b"{", b"[") and next(head_objects(head, 1), None) is None:
-            # One JSON document: read it whole.
+        if is_assembled(real) or (
+            head.lstrip()[:1] in (b"{", b"[") and next(head_objects(head, 1), None) is None
+        ):
+            # One JSON document (or one assembled for the file): read it whole.
             head = read_source(real, shown=shown, pin=pin).data
     except (OSError, IngestError):
         return fallback, False  # reading the file again reports the error
@@ -522,7 +524,7 @@ class Ingestor:
         """
         shown = str(given)
         limit = self.settings.ingest_chunk_bytes
-        if is_opencode_session(real):
+        if is_assembled(real):
             return None
         fd, st = open_source(real, shown=shown, pin=pin)
         with os.fdopen(fd, "rb"):
@@ -833,7 +835,7 @@ class Ingestor:
         ]
         if not found:
             return None
-        if is_opencode_session(real):  # its bytes are the assembled session
+        if is_assembled(real):  # its bytes are the assembled session
             try:
                 data = read_source(real, shown=prepared.shown, pin=pin).data
             except IngestError:
