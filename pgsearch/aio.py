@@ -93,10 +93,15 @@ class AsyncPgSearch:
     async def append(
         self, *, workspace: str, session_id: str, messages: Sequence[dict[str, Any]]
     ) -> int:
-        """Append messages to a session; they are searchable when this returns."""
-        return await self._driver.run(
-            self._ingestor.append(workspace=workspace, session_id=session_id, messages=messages)
+        """Append messages to a session; they are searchable when this returns. The
+        messages are checked and indexed in a worker thread, so a large batch does
+        not hold the event loop."""
+        unit = await asyncio.to_thread(
+            partial(
+                self._ingestor.append, workspace=workspace, session_id=session_id, messages=messages
+            )
         )
+        return await self._driver.run(unit)
 
     async def ingest_file(
         self,

@@ -27,6 +27,7 @@ from pgsearch.types import (
     DEFAULT_EXCERPT_BYTES,
     DEFAULT_LIMIT,
     MAX_WINDOW,
+    Scope,
     SessionQueryRequest,
     SessionQueryResult,
     Window,
@@ -1004,6 +1005,29 @@ def doctor(ctx: Context, as_json: bool) -> None:
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def _open_scope(
+    open_mode: bool, host: str, workspace: str | None, session_id: str | None, write: bool
+) -> Scope | None:
+    """The scope of `serve --open`, or None in token mode; refuses options that do not
+    belong to the mode."""
+    from pgsearch.validate import check_workspace
+
+    if not open_mode:
+        if workspace is not None or session_id is not None or write:
+            raise ConfigError(
+                "-w, --session and --write belong to --open mode; "
+                "without it the token names the scope"
+            )
+        return None
+    if workspace is None:
+        raise ConfigError("--open serves one workspace: name it with -w/--workspace")
+    if host not in LOOPBACK:
+        raise ConfigError(
+            f"--open serves without tokens, so it listens on 127.0.0.1 only, not {host!r}"
+        )
+    return Scope(workspace=check_workspace(workspace), session_id=session_id)
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
@@ -1042,6 +1066,49 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     "(a revocation takes effect within this time).",
 )
 @click.option("--pool-size", default=None, type=click.IntRange(1), help="Database connections.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="A host name clients use to reach this server (repeatable; loopback names are "
+    "always answered). Without it, token mode answers any name; --open answers "
+    "loopback names only.",
+)
+@click.option(
+    "--allowed-origin",
+    "allowed_origins",
+    multiple=True,
+    help="Another origin whose pages may call this server, e.g. https://search.example.com "
+    "(repeatable; the server's own origin is always allowed).",
+)
+@click.option(
+    "--trusted-proxy",
+    "trusted_proxies",
+    multiple=True,
+    help="Address or network of a reverse proxy whose X-Forwarded-For/-Proto headers are "
+    "believed (repeatable; none by default).",
+)
+@click.option(
+    "--header-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a client has to send a request's headers (then 408).",
+)
+@click.option(
+    "--body-timeout",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a client has to send a request's body (then 408).",
+)
+@click.option(
+    "--max-connections",
+    default=256,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Open connections served at once; more are answered 503.",
+)
 @pass_ctx
 @handle_errors
 def serve(
@@ -1057,40 +1124,29 @@ def serve(
     rate: float | None,
     token_cache: float,
     pool_size: int | None,
+    allowed_hosts: Sequence[str],
+    allowed_origins: Sequence[str],
+    trusted_proxies: Sequence[str],
+    header_timeout: float,
+    body_timeout: float,
+    max_connections: int,
 ) -> None:
     """Serve the HTTP API (/v1/...) and the search page (/) until Ctrl-C.
 
     Every API call needs a bearer token (`pgsearch token create`), which pins the
     workspace, optionally one session, and read or read/write. With --open there is
-    no token: one person on this machine, one workspace, 127.0.0.1 only.
+    no token: one person on this machine, one workspace, 127.0.0.1 only. Deployment
+    rules (proxies, timeouts, open mode): docs/http.md.
     Needs the optional web packages: pip install 'pgsearch[http]'.
     """
     from pathlib import Path
 
-    from pgsearch.types import Scope
-    from pgsearch.validate import check_workspace
-
-    if open_mode:
-        if workspace is None:
-            raise ConfigError("--open serves one workspace: name it with -w/--workspace")
-        if host not in LOOPBACK:
-            raise ConfigError(
-                f"--open serves without tokens, so it listens on 127.0.0.1 only, not {host!r}"
-            )
-        open_scope: Scope | None = Scope(
-            workspace=check_workspace(workspace), session_id=session_id
-        )
-    else:
-        if workspace is not None or session_id is not None or write:
-            raise ConfigError(
-                "-w, --session and --write belong to --open mode; "
-                "without it the token names the scope"
-            )
-        open_scope = None
+    open_scope = _open_scope(open_mode, host, workspace, session_id, write)
     try:
         import uvicorn
 
         from pgsearch.web.app import DEFAULT_RATE, ServeConfig, create_app
+        from pgsearch.web.server import ConnectionLimits, uvicorn_config
     except ImportError as exc:
         raise ConfigError(
             f"`pgsearch serve` needs the web packages ({exc.name}): pip install 'pgsearch[http]'"
@@ -1102,6 +1158,14 @@ def serve(
         ingest_roots=tuple(Path(r).resolve() for r in ingest_roots),
         default_rate=rate or DEFAULT_RATE,
         token_cache_seconds=token_cache,
+        allowed_hosts=tuple(allowed_hosts),
+        allowed_origins=tuple(allowed_origins),
+        body_timeout=body_timeout,
+    )
+    limits = ConnectionLimits(
+        header_timeout=header_timeout,
+        max_connections=max_connections,
+        trusted_proxies=tuple(trusted_proxies),
     )
     settings = ctx.settings()
     if pool_size is not None:
@@ -1113,7 +1177,7 @@ def serve(
     mode = f"open mode, workspace {open_scope.workspace!r}" if open_scope else "token mode"
     shown = f"[{host}]" if ":" in host else host
     _echo(f"pgsearch: serving on http://{shown}:{port}/ ({mode}); Ctrl-C stops", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.Server(uvicorn_config(app, limits, host=host, port=port)).run()
 
 
 @main.group()

@@ -128,7 +128,10 @@ def parse_time(value: Any) -> datetime | None:
     if isinstance(value, bool):
         raise ValueError("'created_at' must be an ISO 8601 string or a number")
     if isinstance(value, int | float):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer of hundreds of digits
+            raise ValueError(f"'created_at' {value!r:.40} is out of range") from None
         # Epoch milliseconds, microseconds or nanoseconds: every unit's present-day
         # values are far apart (seconds stay below 1e11 until the year 5138).
         for limit, scale in ((1e17, 1e9), (1e14, 1e6), (1e11, 1e3)):
@@ -138,7 +141,7 @@ def parse_time(value: Any) -> datetime | None:
         try:
             return datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):
-            raise ValueError(f"'created_at' {value!r} is out of range") from None
+            raise ValueError(f"'created_at' {value!r:.40} is out of range") from None
     if isinstance(value, str):
         text = value.strip()
         if text.endswith(("Z", "z")):

@@ -132,8 +132,8 @@ class Settings:
     #: first waits up to this long (milliseconds) for the standby to replay the
     #: write's commit; a standby still behind then is passed over for the primary.
     read_wait_ms: int = 200
-    #: A standby whose replay lags the WAL it received by more than this
-    #: (milliseconds) is skipped; 0 accepts any lag.
+    #: A standby whose replay lags the primary by more than this (milliseconds), or
+    #: whose WAL receiver is not running, is skipped; 0 accepts any lag.
     read_max_lag_ms: int = 10_000
     #: Milliseconds a read waits for a connection to a standby before it goes to the
     #: next node (a standby that is down then costs this once per back-off period).

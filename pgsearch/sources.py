@@ -4,6 +4,11 @@ Directories are searched for the files of every format pgsearch reads:
 
 - ``*.jsonl`` (pgsearch's format and the agents' session logs), except Kimi CLI's
   ``context.jsonl`` beside a session's ``wire.jsonl``;
+- Aider chat histories ``.aider.chat.history.md``; Amp threads ``threads/T-*.json``;
+  the SQLite stores of Crush (``crush.db``) and Cursor (``state.vscdb``), read as
+  documents (`pgsearch.agent_stores`);
+  Cline and Roo Code tasks ``tasks/<id>/ui_messages.json`` (read with the task's
+  ``history_item.json``);
 - Gemini CLI session documents ``chats/session-*.json`` and saved chats
   ``checkpoint-*.json``;
 - OpenCode session files ``storage/session/<project>/<id>.json``. Each stands for
@@ -20,6 +25,7 @@ named on the command line is read whatever its name.
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import logging
 import os
@@ -126,8 +132,36 @@ def is_opencode_session(path: Path) -> bool:
     )
 
 
+#: VS Code extensions whose tasks are Cline's: Cline itself and Roo Code, its fork.
+CLINE_EXTENSIONS = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline")
+
+
+def is_cline_task(path: Path) -> bool:
+    """``.../tasks/<task id>/ui_messages.json``: a Cline or Roo Code task."""
+    return path.name == "ui_messages.json" and path.parent.parent.name == "tasks"
+
+
+#: File names of the agents' SQLite stores (`pgsearch.agent_stores`).
+SQLITE_STORES = ("crush.db", "state.vscdb")
+
+
+def is_sqlite_store(path: Path) -> bool:
+    """An agent's SQLite store: Crush's ``crush.db``, Cursor's ``state.vscdb``."""
+    return path.name in SQLITE_STORES
+
+
+def is_assembled(path: Path) -> bool:
+    """Whether ingest reads `path` as a document assembled for it (an OpenCode session
+    and its files, a Cline task, an agent's SQLite store) rather than its own bytes."""
+    return is_opencode_session(path) or is_cline_task(path) or is_sqlite_store(path)
+
+
 def _is_session_document(path: Path) -> bool:
     name = path.name
+    if is_cline_task(path):
+        return True
+    if name.startswith("T-") and name.endswith(".json") and path.parent.name == "threads":
+        return True  # an Amp thread
     if name.startswith(("checkpoint-", "ses_")) and name.endswith(".json"):
         return True  # a Gemini CLI saved chat; an OpenCode session or its export
     if name.startswith("session-") and name.endswith(".json") and path.parent.name == "chats":
@@ -164,7 +198,12 @@ def _walk(root: Path, problems: list[IngestError] | None) -> list[Path]:
             path = here / name
             if _is_context_copy(name, filenames):
                 continue
-            if name.endswith(".jsonl") or (name.endswith(".json") and _is_session_document(path)):
+            if (
+                name.endswith(".jsonl")
+                or name == ".aider.chat.history.md"
+                or name in SQLITE_STORES
+                or (name.endswith(".json") and _is_session_document(path))
+            ):
                 if path.is_file():
                     found.append(path)
     return found
@@ -224,6 +263,24 @@ def _opencode_document(session_file: Path) -> bytes:
     return json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
 
 
+def _cline_document(path: Path, messages: bytes) -> bytes:
+    """A Cline task: its UI messages with the task's facts beside them (Roo Code's
+    ``history_item.json``: the parent task, the workspace), and a digest of all of it
+    last, so that any change is seen in the end of the bytes."""
+    try:
+        ui = json.loads(messages)
+    except (ValueError, RecursionError):
+        ui = None  # read as it is: the adapter says what is wrong with it
+    document = {
+        "cline_task": path.parent.name,
+        "ui_messages": ui,
+        "history_item": _read_json(path.parent / "history_item.json"),
+    }
+    body = json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    return (body[:-1] + f',"~digest":"{digest}"}}').encode()
+
+
 def read_source(path: Path, *, shown: str, pin: Pin | None = None) -> Source:
     """The bytes ingest reads for `path` (a file's own, or an assembled session),
     read from the file `open_source` opened."""
@@ -233,6 +290,12 @@ def read_source(path: Path, *, shown: str, pin: Pin | None = None) -> Source:
             mtime = datetime.fromtimestamp(st.st_mtime, tz=UTC)
             if is_opencode_session(path):
                 return Source(_opencode_document(path), mtime)
+            if is_cline_task(path):
+                return Source(_cline_document(path, fh.read()), mtime)
+            if is_sqlite_store(path):
+                from pgsearch import agent_stores
+
+                return Source(agent_stores.snapshot(path, shown=shown), mtime)
             return Source(fh.read(), mtime)
     except OSError as exc:
         raise IngestError(f"cannot read: {exc.strerror}", path=shown) from None

@@ -101,6 +101,8 @@ def lookup_unit(secret: str) -> Unit[ApiToken | None] | None:
         work=partial(store.token_by_hash, hash_token(secret)),
         workspace=None,
         write=False,
+        # On the primary: a token revoked a moment ago, by any process, is refused.
+        primary=True,
         search=True,
         context="checking a token",
     )
@@ -109,7 +111,11 @@ def lookup_unit(secret: str) -> Unit[ApiToken | None] | None:
 def list_unit(workspace: str | None) -> Unit[list[ApiToken]]:
     ws = None if workspace is None else check_workspace(workspace)
     return Unit(
-        work=partial(store.list_tokens, ws), workspace=None, write=False, context="listing tokens"
+        work=partial(store.list_tokens, ws),
+        workspace=None,
+        write=False,
+        primary=True,
+        context="listing tokens",
     )
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pgsearch.errors import IngestError
 from pgsearch.settings import DEFAULT_WATCH_INTERVAL
-from pgsearch.sources import find_sources
+from pgsearch.sources import find_sources, is_sqlite_store
 
 if TYPE_CHECKING:
     from pgsearch.ingest import FileResult
@@ -82,7 +82,7 @@ class Watcher:
         self.interval = interval
         self.on_file = on_file
         self.stats = WatchStats()
-        self._seen: dict[Path, tuple[int, int, int]] = {}
+        self._seen: dict[Path, tuple[int, ...]] = {}
 
     def poll(self) -> list[FileResult]:
         """One pass: ingest the files that changed (or are new); returns their results."""
@@ -92,7 +92,11 @@ class Watcher:
                 st = path.stat()
             except OSError:
                 continue
-            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+            key: tuple[int, ...] = (st.st_ino, st.st_size, st.st_mtime_ns)
+            if is_sqlite_store(path):
+                from pgsearch.agent_stores import change_key
+
+                key = change_key(path)  # a commit may change only its WAL file
             if self._seen.get(path) == key:
                 continue
             try:

@@ -63,6 +63,14 @@ COPILOT_CLI = "copilot-cli"
 PI = "pi"
 OPENCLAW = "openclaw"
 KIMI = "kimi"
+DROID = "droid"
+QWEN = "qwen"
+AIDER = "aider"
+CLINE = "cline"
+ROO_CODE = "roo-code"
+CURSOR = "cursor"
+AMP = "amp"
+CRUSH = "crush"
 
 #: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
 #: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
@@ -79,13 +87,36 @@ REGISTRY: tuple[Format, ...] = (
     Format(name=PI, module="pgsearch.adapters.pi"),
     Format(name=OPENCLAW, module="pgsearch.adapters.pi", attribute="OPENCLAW_ADAPTER"),
     Format(name=KIMI, module="pgsearch.adapters.kimi"),
+    Format(name=DROID, module="pgsearch.adapters.droid"),
+    Format(name=QWEN, module="pgsearch.adapters.qwen"),
+    Format(name=AIDER, module="pgsearch.adapters.aider"),
+    Format(name=CLINE, module="pgsearch.adapters.cline"),
+    Format(name=ROO_CODE, module="pgsearch.adapters.cline", attribute="ROO_ADAPTER"),
+    Format(name=CURSOR, module="pgsearch.adapters.cursor"),
+    Format(name=AMP, module="pgsearch.adapters.amp"),
+    Format(name=CRUSH, module="pgsearch.adapters.crush"),
 )
 
 #: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
 #: line: a more specific test before a more general one that would also accept the
 #: line. pgsearch's own format is what a line with a role is when none claims it;
-#: OpenClaw writes Pi's format and is told apart by its directory (`detect_format`).
-LINE_DETECTION = (CODEX, COPILOT_CLI, PI, KIMI, CLAUDE_CODE, GEMINI, OPENCODE)
+#: OpenClaw writes Pi's format and Roo Code Cline's; each is told apart by its
+#: directory (`detect_format`).
+LINE_DETECTION = (
+    CODEX,
+    COPILOT_CLI,
+    DROID,
+    PI,
+    KIMI,
+    QWEN,
+    CLAUDE_CODE,
+    GEMINI,
+    OPENCODE,
+    CLINE,
+    CURSOR,
+    AMP,
+    CRUSH,
+)
 
 FORMATS = tuple(f.name for f in REGISTRY)
 #: Choices of ``pgsearch ingest --format``.
@@ -258,6 +289,11 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
 
             if pi.is_openclaw(path):
                 return OPENCLAW  # OpenClaw writes Pi's format; its directory tells them apart
+        if fmt == CLINE:
+            from pgsearch.adapters import cline
+
+            if cline.is_roo(path):
+                return ROO_CODE  # Roo Code writes Cline's tasks; its directory tells them apart
         if fmt is not None:
             return fmt
     if not heads:
@@ -267,6 +303,11 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
                 if adapter(name).looks_like_document(doc):
                     return name
             heads = [doc] if isinstance(doc, dict) else list(doc[:DETECT_LINES])
+    if not heads:
+        from pgsearch.adapters import aider
+
+        if aider.looks_like(data):
+            return AIDER
     what = _resembles(heads)
     if what is not None:
         raise IngestError(
@@ -274,7 +315,7 @@ def detect_format(data: bytes, *, path: str | None = None) -> str:
         )
     if not heads and data.lstrip().startswith((b"#", b">")):
         raise IngestError(
-            f"not a format pgsearch reads (Markdown or text, e.g. an Aider chat history); "
+            f"not a format pgsearch reads (Markdown or text that is no Aider chat history); "
             f"{_known()}",
             path=path,
         )
@@ -313,10 +354,16 @@ def known_formats() -> str:
 
 __all__ = [
     "ADAPTERS",
+    "AIDER",
+    "AMP",
     "AUTO",
     "CLAUDE_CODE",
+    "CLINE",
     "CODEX",
     "COPILOT_CLI",
+    "CRUSH",
+    "CURSOR",
+    "DROID",
     "FORMATS",
     "FORMAT_CHOICES",
     "GEMINI",
@@ -326,7 +373,9 @@ __all__ = [
     "OPENCLAW",
     "OPENCODE",
     "PI",
+    "QWEN",
     "REGISTRY",
+    "ROO_CODE",
     "Adapter",
     "FileHeader",
     "Format",

@@ -52,7 +52,7 @@ from pgsearch.messages import Entry
 
 NAME = "codex"
 #: Bumped when the mapping changes: files read by an older mapping are read again.
-VERSION = 2
+VERSION = 3
 ENVELOPE_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
@@ -86,9 +86,17 @@ _UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 
 
 def looks_like(obj: dict[str, Any]) -> bool:
-    """Whether a decoded line is a Codex rollout line (with or without envelope)."""
-    if name_of(obj.get("type")) in ENVELOPE_TYPES and isinstance(obj.get("payload"), dict):
-        return True
+    """Whether a decoded line is a Codex rollout line (with or without envelope).
+
+    The envelope ``{"timestamp", "type", "payload"}`` is Codex's whatever its type, so
+    a rollout of a newer Codex whose lines carry types this mapping does not know is
+    still recognised (those lines are skipped and counted)."""
+    kind = name_of(obj.get("type"))
+    if kind is not None and isinstance(obj.get("payload"), dict):
+        if kind in ENVELOPE_TYPES:
+            return True
+        if "timestamp" in obj and not ({"role", "data", "message"} & obj.keys()):
+            return True
     if "role" not in obj and "id" in obj and "timestamp" in obj and "instructions" in obj:
         return True  # the first line of an older rollout
     return "record_type" in obj and "role" not in obj
@@ -113,7 +121,11 @@ def header(data: bytes, *, default_session: str, path: PurePath | None = None) -
             quiet_time(meta.get("timestamp")) if isinstance(meta.get("timestamp"), str) else None
         )
         cwd = text(meta.get("cwd")) or None
-        sid = ident(meta.get("id")) or _session_from_name(default_session)
+        sid = (
+            ident(meta.get("id"))
+            or ident(meta.get("session_id"))
+            or _session_from_name(default_session)
+        )
         return FileHeader(session_id=sid, cwd=cwd, started_at=started)
     return FileHeader(session_id=_session_from_name(default_session))
 
@@ -130,7 +142,8 @@ def _tool_call_in(line: Any, call_id: str) -> ToolCall | None:
         return None
     payload = line.get("payload")
     item: dict[str, Any] = payload if isinstance(payload, dict) else line
-    if item.get("call_id") == call_id and name_of(item.get("type")) in _CALLS:
+    itype = name_of(item.get("type"))
+    if item.get("call_id") == call_id and (itype in _CALLS or _drift_call(itype) == "call"):
         return _call(item)
     return None
 
@@ -149,7 +162,9 @@ def _call_name(item: dict[str, Any]) -> str:
         return "local_shell"
     if item.get("type") == "web_search_call":
         return "web_search"
-    return ident(item.get("name")) or "unknown"
+    itype = name_of(item.get("type"))
+    fallback = itype.removesuffix("_call") if itype and itype not in _CALLS else None
+    return ident(item.get("name")) or ident(item.get("tool")) or fallback or "unknown"
 
 
 def _content_text(content: Any) -> str:
@@ -236,11 +251,32 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
             if created is None and not parsed.entries:
                 created = header.started_at
         else:
+            if kind is not None and isinstance(obj.get("payload"), dict):
+                parsed.skip_unknown(kind)  # an envelope type of a newer Codex
             return None
         entry = _item_entry(item, sid, lineno, created, tools)
+        if entry is None and not _known_item(item):
+            parsed.skip_unknown(f"response_item/{name_of(item.get('type')) or ''}")
         return [entry] if entry is not None else None
 
     return read_lines(data, start, first_line, path=path, parsed=parsed, handle=handle)
+
+
+def _known_item(item: dict[str, Any]) -> bool:
+    itype = name_of(item.get("type"))
+    return itype in ITEM_TYPES or _drift_call(itype) is not None
+
+
+def _drift_call(itype: str | None) -> str | None:
+    """``call`` or ``output`` for an item type of a newer Codex shaped like a tool call
+    (``mcp_tool_call``, ``image_generation_call``) or its output (``…_call_output``)."""
+    if itype is None or itype in ITEM_TYPES:
+        return None
+    if itype.endswith("_call_output"):
+        return "output"
+    if itype.endswith("_call"):
+        return "call"
+    return None
 
 
 def _item_entry(
@@ -248,6 +284,7 @@ def _item_entry(
 ) -> Entry | None:
     itype = name_of(item.get("type"))
     extra: dict[str, Any] = {"line": lineno}
+    drift = _drift_call(itype)
     call_id = ident(item.get("call_id"))
     if call_id:
         extra["call_id"] = call_id
@@ -265,19 +302,23 @@ def _item_entry(
             role, kind = "system", policy.SYSTEM
             if isinstance(source_role, str):
                 extra["source_role"] = text(source_role)
-    elif itype in _CALLS:
+    elif itype in _CALLS or drift == "call":
         call = _call(item)
         tool_name = call.name
         tools.add(call_id, call)
-        if itype == "function_call":
-            args = arguments_json(item.get("arguments"))
-        elif itype == "custom_tool_call":
-            args = arguments_json(item.get("input"))
-        else:
-            args = arguments_json(item.get("action"))
+        # Each call type names its arguments; a renamed field is read under another.
+        first = {"function_call": "arguments", "custom_tool_call": "input"}.get(
+            itype or "", "action"
+        )
+        value = next(
+            (item[k] for k in (first, "arguments", "input", "action") if item.get(k) is not None),
+            None,
+        )
+        args = arguments_json(value)
         role, kind, arguments = "assistant", policy.TOOL_INPUT, f"{tool_name}({args})"
-    elif itype in _OUTPUTS:
-        content, failed, more = _output(item.get("output"))
+    elif itype in _OUTPUTS or drift == "output":
+        value = item.get("output") if item.get("output") is not None else item.get("result")
+        content, failed, more = _output(value)
         extra.update(more)
         answered = tools.get(call_id)
         code = more.get("exit_code")

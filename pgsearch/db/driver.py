@@ -49,7 +49,14 @@ from pgsearch.db.connector import (
     wrap_errors,
 )
 from pgsearch.db.dsn import redact_dsn, redact_message
-from pgsearch.db.routing import PRIMARY, Choice, Intent, PrimaryRouter, Router
+from pgsearch.db.routing import (
+    PRIMARY,
+    SAMPLE_TIMEOUT,
+    Choice,
+    Intent,
+    PrimaryRouter,
+    Router,
+)
 from pgsearch.db.work import ProtocolError, Results, Statement, Step, Unit, explain_of
 from pgsearch.errors import (
     ConfigError,
@@ -713,19 +720,37 @@ class Driver(_Core):
 
     # --- running units -------------------------------------------------------------
 
+    def _choose(self, intent: Intent) -> Choice:
+        """The router's choice for `intent`, after a sample of the primary when the
+        router asks for one."""
+        choice = self.router.choose(intent)
+        if choice.sample is None:
+            return choice
+        self.router.sampled(self._sample(choice.sample))
+        return _settled(self.router.choose(intent))
+
+    def _sample(self, statement: Statement[Any]) -> list[Any] | None:
+        pool = self._pools[PRIMARY]
+        try:
+            conn = pool.getconn(timeout=SAMPLE_TIMEOUT)
+        except PoolTimeout:
+            return None
+        try:
+            with conn.cursor(row_factory=_decoder(statement)) as cur:
+                cur.execute(statement.sql, statement.params)
+                return cur.fetchall()
+        except psycopg.Error as exc:
+            log.debug("sampling the primary failed: %s", exc)
+            return None
+        finally:
+            self._put(pool, conn)
+
     def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
         rec = _Recorder(unit.context, unit.write, unit.workspace, keep=bool(self._captures))
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
-            choice = self.router.choose(
-                Intent(
-                    write=unit.write,
-                    workspace=unit.workspace,
-                    attempt=attempt,
-                    excluded=frozenset(excluded),
-                )
-            )
+            choice = self._choose(_intent(unit, attempt, excluded))
             if choice.delay > 0:
                 time.sleep(min(choice.delay, MAX_ROUTER_DELAY))
             rec.reset(choice.node)
@@ -831,6 +856,21 @@ class Driver(_Core):
                 log.debug("rollback failed: %s", exc)
 
 
+def _intent(unit: Unit[Any], attempt: int, excluded: set[str]) -> Intent:
+    return Intent(
+        write=unit.write,
+        workspace=unit.workspace,
+        attempt=attempt,
+        excluded=frozenset(excluded),
+        primary=unit.primary,
+    )
+
+
+def _settled(choice: Choice) -> Choice:
+    """`choice`, unless it asks for a second sample in a row: then the primary."""
+    return choice if choice.sample is None else Choice(node=PRIMARY)
+
+
 _INFRA = frozenset({"begin", "setting", "commit", "commit lsn"})
 
 
@@ -924,19 +964,36 @@ class AsyncDriver(_Core):
     def pool_stats(self) -> dict[str, dict[str, int]]:
         return {name: pool.get_stats() for name, pool in self._pools.items()}
 
+    async def _choose(self, intent: Intent) -> Choice:
+        """As `Driver._choose`."""
+        choice = self.router.choose(intent)
+        if choice.sample is None:
+            return choice
+        self.router.sampled(await self._sample(choice.sample))
+        return _settled(self.router.choose(intent))
+
+    async def _sample(self, statement: Statement[Any]) -> list[Any] | None:
+        pool = self._pools[PRIMARY]
+        try:
+            conn = await pool.getconn(timeout=SAMPLE_TIMEOUT)
+        except PoolTimeout:
+            return None
+        try:
+            async with conn.cursor(row_factory=_decoder(statement)) as cur:
+                await cur.execute(statement.sql, statement.params)
+                return await cur.fetchall()
+        except psycopg.Error as exc:
+            log.debug("sampling the primary failed: %s", exc)
+            return None
+        finally:
+            await self._put(pool, conn)
+
     async def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
         rec = _Recorder(unit.context, unit.write, unit.workspace, keep=bool(self._captures))
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
-            choice = self.router.choose(
-                Intent(
-                    write=unit.write,
-                    workspace=unit.workspace,
-                    attempt=attempt,
-                    excluded=frozenset(excluded),
-                )
-            )
+            choice = await self._choose(_intent(unit, attempt, excluded))
             if choice.delay > 0:
                 await asyncio.sleep(min(choice.delay, MAX_ROUTER_DELAY))
             rec.reset(choice.node)

@@ -7,7 +7,8 @@ know about a node it asks for with a *probe* statement, which the driver sends i
 attempt's first round trip and hands back to `Router.accept`.
 
 `PrimaryRouter` (one node for everything) is the default; `ReplicaRouter` sends
-reads to streaming standbys (``PGSEARCH_READ_DSN``) with read-your-writes.
+reads to streaming standbys (``PGSEARCH_READ_DSN``) with read-your-writes, and
+access decisions (units marked `Unit.primary`: token lookups) to the primary.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class Intent:
     attempt: int
     #: Nodes that failed or were rejected earlier in this unit.
     excluded: frozenset[str] = frozenset()
+    #: A read that must not trail the primary (an access decision): run it there.
+    primary: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +55,11 @@ class Choice:
     probe: Statement[Any] | None = None
     #: Seconds to wait before the attempt (a bounded wait for a standby to catch up).
     delay: float = 0.0
+    #: Asked of the primary first, outside any transaction, when the router needs
+    #: its current state: the driver sends it, hands the rows (None when the primary
+    #: did not answer) to `Router.sampled`, and calls `choose` again for the attempt;
+    #: `node` and `probe` of this choice are then unused.
+    sample: Statement[Any] | None = None
 
 
 class Router(Protocol):
@@ -81,6 +89,10 @@ class Router(Protocol):
         ...
 
     def failed(self, node: str, error: BaseException) -> None: ...
+
+    def sampled(self, rows: list[Any] | None) -> None:
+        """The rows of a `Choice.sample` (None: the primary did not answer)."""
+        ...
 
 
 def router_for(settings: Any) -> Router:
@@ -134,6 +146,9 @@ class PrimaryRouter:
     def failed(self, node: str, error: BaseException) -> None:
         return None
 
+    def sampled(self, rows: list[Any] | None) -> None:
+        return None
+
 
 def standby_name(position: int) -> str:
     """The node name of the `position`-th standby of ``PGSEARCH_READ_DSN`` (from 1)."""
@@ -150,16 +165,35 @@ DOWN_BACKOFF_MAX = 30.0
 LAG_BACKOFF = 1.0
 
 
-def replay_probe(lsn: str | None, wait_ms: int) -> Statement[tuple[bool, bool, float]]:
-    """What a standby is asked first: (in recovery, replayed `lsn`, lag in ms).
+#: Seconds a sample of the primary's WAL position is used before a new one is taken.
+SAMPLE_SECONDS = 0.5
+#: Seconds the driver waits for a primary connection to take a sample.
+SAMPLE_TIMEOUT = 1.0
+
+#: The primary's current WAL position (what a standby's replay is measured against).
+PRIMARY_POSITION: Statement[str] = Statement(
+    "primary position", "SELECT pg_current_wal_lsn()::text", decode=lambda r: str(r[0])
+)
+
+
+def replay_probe(
+    lsn: str | None, wait_ms: int, primary_lsn: str | None = None
+) -> Statement[tuple[bool, bool, bool, float]]:
+    """What a standby is asked first: (in recovery, replayed `lsn`, WAL receiver
+    running, lag in ms).
 
     The statement itself waits, up to `wait_ms`, until the standby has replayed
     `lsn`: the rows of `generate_series` are looked at one by one, each after a
     ``WAIT_STEP_MS`` sleep, until one finds the position replayed, the time is up
-    or the last row is reached. Statements after it in the transaction take their snapshots later,
-    so they see everything up to `lsn` when it says replayed. The lag is how far
-    replay trails what the standby received (0 when it has replayed all of it, or
-    when it is not a standby at all).
+    or the last row is reached. Statements after it in the transaction take their
+    snapshots later, so they see everything up to `lsn` when it says replayed.
+
+    The lag is measured against the primary, not against what the standby
+    received (a standby cut off from its primary has replayed all it received):
+    0 when the standby has replayed `primary_lsn` (the primary's position, sampled
+    at most `SAMPLE_SECONDS` ago; None when unknown), else the time since it last
+    replayed a transaction (unbounded when it has replayed none since it started).
+    A standby whose WAL receiver is not running cannot catch up at all.
     """
     steps = max(0, wait_ms // WAIT_STEP_MS) if lsn is not None else 0
     return Statement(
@@ -167,11 +201,13 @@ def replay_probe(lsn: str | None, wait_ms: int) -> Statement[tuple[bool, bool, f
         """
 SELECT pg_is_in_recovery(),
        %(lsn)s::pg_lsn IS NULL OR pg_last_wal_replay_lsn() >= %(lsn)s::pg_lsn,
+       NOT pg_is_in_recovery() OR EXISTS (SELECT FROM pg_stat_wal_receiver),
        CASE WHEN NOT pg_is_in_recovery()
-                 OR pg_last_wal_receive_lsn() IS NULL
-                 OR pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn() THEN 0
-            ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp())
-                          * 1000, 0)
+                 OR %(primary)s::pg_lsn IS NULL
+                 OR pg_last_wal_replay_lsn() >= %(primary)s::pg_lsn THEN 0
+            ELSE coalesce(extract(epoch FROM clock_timestamp()
+                                             - pg_last_xact_replay_timestamp()) * 1000,
+                          'Infinity')
        END::float8
 FROM generate_series(0, %(steps)s) AS step(i)
 WHERE CASE WHEN step.i = %(steps)s THEN true
@@ -182,8 +218,14 @@ WHERE CASE WHEN step.i = %(steps)s THEN true
            ELSE pg_sleep(%(step)s) IS NULL
       END
 LIMIT 1""",
-        {"lsn": lsn, "steps": steps, "wait": wait_ms / 1000, "step": WAIT_STEP_MS / 1000},
-        decode=lambda r: (bool(r[0]), bool(r[1]), float(r[2])),
+        {
+            "lsn": lsn,
+            "primary": primary_lsn,
+            "steps": steps,
+            "wait": wait_ms / 1000,
+            "step": WAIT_STEP_MS / 1000,
+        },
+        decode=lambda r: (bool(r[0]), bool(r[1]), bool(r[2]), float(r[3])),
     )
 
 
@@ -218,10 +260,14 @@ class ReplicaRouter:
     commit: a bounded wait (`wait_ms`) inside the probe statement, after which a
     standby still behind is passed over for the primary. Writes of every thread and
     task of the process count, so a read started after a write returned sees it.
-    A standby lagging more than `max_lag_ms` is passed over for a second, one that
-    could not be reached for a growing back-off (one read tries it again when that
-    ends); recovery-conflict cancellations are retried on the next node. With every
-    standby passed over, reads go to the primary.
+    A standby lagging more than `max_lag_ms` behind the primary (whose current WAL
+    position the router samples at most every `SAMPLE_SECONDS`, through the
+    driver), or whose WAL receiver is not running (cut off from the primary), is
+    passed over for a second; one that could not be reached for a growing back-off
+    (one read tries it again when that ends); recovery-conflict cancellations are
+    retried on the next node. With every standby passed over, reads go to the
+    primary. Units marked `Unit.primary` (access decisions: a token revoked, by any
+    process, stops working at once) always run on the primary.
 
     The router is shared by all threads and tasks of a process: its state sits
     behind one lock held for a few dictionary operations, never across I/O.
@@ -253,6 +299,10 @@ class ReplicaRouter:
         self._newest: tuple[int, str] | None = None
         #: Standby chosen for each attempt in progress, round robin.
         self._next = 0
+        #: The primary's WAL position and when it was sampled (monotonic).
+        self._primary: tuple[float, str] | None = None
+        #: Until when a sample is being taken (or, after a failed one, not retried).
+        self._sampling_until = 0.0
 
     @property
     def nodes(self) -> Mapping[str, str]:
@@ -274,7 +324,7 @@ class ReplicaRouter:
         return None if newest is None else newest[1]
 
     def choose(self, intent: Intent) -> Choice:
-        if intent.write:
+        if intent.write or intent.primary:
             return Choice(node=PRIMARY)
         now = time.monotonic()
         with self._lock:
@@ -283,6 +333,14 @@ class ReplicaRouter:
             ]
             if not usable:
                 return Choice(node=PRIMARY)
+            if (
+                self.max_lag_ms
+                and self._sampling_until <= now
+                and (self._primary is None or now - self._primary[0] > SAMPLE_SECONDS)
+            ):
+                self._sampling_until = now + SAMPLE_TIMEOUT + 1.0
+                return Choice(node=PRIMARY, sample=PRIMARY_POSITION)
+            primary_lsn = self._primary[1] if self._primary is not None else None
             standby = usable[self._next % len(usable)]
             self._next += 1
             if standby.failures:
@@ -290,7 +348,18 @@ class ReplicaRouter:
                 # keep passing it over until that read succeeds or fails.
                 standby.skip_until = now + DOWN_BACKOFF
         lsn = self.required_lsn(intent.workspace)
-        return Choice(node=standby.name, probe=replay_probe(lsn, self.wait_ms))
+        return Choice(node=standby.name, probe=replay_probe(lsn, self.wait_ms, primary_lsn))
+
+    def sampled(self, rows: list[Any] | None) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if rows:
+                self._primary = (now, str(rows[0]))
+                self._sampling_until = 0.0
+            else:
+                # The primary did not answer: lag is judged by the last sample (and
+                # the WAL receiver) until the next try.
+                self._sampling_until = now + SAMPLE_SECONDS
 
     def accept(self, node: str, probe_rows: list[Any]) -> bool:
         standby = self._by_name.get(node)
@@ -298,7 +367,7 @@ class ReplicaRouter:
             return True
         if not probe_rows:  # pragma: no cover - the probe always returns one row
             return False
-        in_recovery, replayed, lag_ms = probe_rows[0]
+        in_recovery, replayed, receiving, lag_ms = probe_rows[0]
         with self._lock:
             standby.failures = 0
             standby.trial_until = 0.0
@@ -313,9 +382,14 @@ class ReplicaRouter:
                     )
                 standby.skip_until = time.monotonic() + DOWN_BACKOFF_MAX
                 return False
+            if self.max_lag_ms and not receiving:
+                log.info("%s has no WAL receiver running (cut off from the primary): "
+                         "passed over", node)  # fmt: skip
+                standby.skip_until = time.monotonic() + LAG_BACKOFF
+                return False
             if self.max_lag_ms and lag_ms > self.max_lag_ms:
-                log.info("%s lags %.0f ms behind (limit %d ms): passed over", node, lag_ms,
-                         self.max_lag_ms)  # fmt: skip
+                log.info("%s lags %.0f ms behind the primary (limit %d ms): passed over",
+                         node, lag_ms, self.max_lag_ms)  # fmt: skip
                 standby.skip_until = time.monotonic() + LAG_BACKOFF
                 return False
             standby.skip_until = 0.0

@@ -222,6 +222,9 @@ class Unit(Generic[T]):
     workspace: str | None
     #: Writes go to the primary in a read-write transaction; reads may go elsewhere.
     write: bool
+    #: A read that decides access (a token lookup): it runs on the primary, never
+    #: on a standby that may not have replayed a revocation yet.
+    primary: bool = False
     #: Planner settings for index reads (sequential scans off, see the driver).
     search: bool = False
     #: Prefix of error messages ("searching", "appending to s1").

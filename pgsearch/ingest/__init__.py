@@ -55,8 +55,7 @@ from pgsearch.ingest.targets import FileJob, absolute, confine, file_job, find_j
 from pgsearch.ingest.write import Part, WriteState, finish, write_entries, write_files
 from pgsearch.messages import Entry, entry_from_object
 from pgsearch.settings import Settings
-from pgsearch.types import MAX_ID_CHARS
-from pgsearch.validate import check_workspace
+from pgsearch.validate import check_stored_key, check_workspace
 
 __all__ = [
     "FILE_WINDOW",
@@ -227,6 +226,8 @@ class Ingestor:
                 write=True,
                 context=f"appending to {session_id}",
             )
+        # Indexed here, before the unit runs: an asyncio host builds the unit in a
+        # worker thread, so parsing and indexing never hold its event loop.
         indexed = index_entries(entries, self.settings)
         now = datetime.now(UTC)
         settings = self.settings
@@ -253,10 +254,10 @@ class Ingestor:
 
 def _append_entries(session_id: str, messages: Sequence[dict[str, Any]]) -> list[Entry]:
     """The entries of an append, checked (`IngestError` names the message)."""
-    if not isinstance(session_id, str) or not 0 < len(session_id) <= MAX_ID_CHARS:
-        raise IngestError(
-            f"session_id must be a string of 1 to {MAX_ID_CHARS} characters, got {session_id!r:.80}"
-        )
+    try:
+        check_stored_key("session_id", session_id)
+    except ValueError as exc:
+        raise IngestError(f"{exc}, got {session_id!r:.80}") from None
     if isinstance(messages, str | bytes | dict) or not isinstance(messages, Sequence):
         raise IngestError(
             f"messages must be a list of message objects, got {type(messages).__name__}"

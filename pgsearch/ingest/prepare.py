@@ -33,7 +33,7 @@ from pgsearch.ingest.files import (
 from pgsearch.ingest.targets import FileJob
 from pgsearch.messages import Entry, iter_jsonl
 from pgsearch.settings import Settings
-from pgsearch.sources import FileView, is_opencode_session, open_source, read_source
+from pgsearch.sources import FileView, is_assembled, open_source, read_source
 
 #: Bytes read from the head of a large file to find its format and header.
 _HEAD_BYTES = 1 << 20
@@ -155,7 +155,7 @@ def _prepare_large(job: FileJob, record: FileRecord | None, settings: Settings) 
     its first read, a Gemini CLI log (whose new lines may rewrite any earlier
     message) and a document are read whole.
     """
-    if is_opencode_session(job.real):
+    if is_assembled(job.real):
         return None
     fd, st = open_source(job.real, shown=job.shown, pin=job.pin)
     with os.fdopen(fd, "rb"):

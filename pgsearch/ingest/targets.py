@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pgsearch import adapters
 from pgsearch.errors import ConfigError, IngestError
-from pgsearch.sources import Pin, find_sources, open_source, read_source
+from pgsearch.sources import Pin, find_sources, is_assembled, open_source, read_source
 from pgsearch.userconfig import project_of
 from pgsearch.validate import check_workspace
 
@@ -73,8 +73,10 @@ def workspace_of(
         fd, _ = open_source(real, shown=shown, pin=pin)
         with os.fdopen(fd, "rb") as fh:
             head = fh.read(_HEAD_BYTES)
-        if head.lstrip()[:1] in (b"{", b"[") and next(head_objects(head, 1), None) is None:
-            # One JSON document: read it whole.
+        if is_assembled(real) or (
+            head.lstrip()[:1] in (b"{", b"[") and next(head_objects(head, 1), None) is None
+        ):
+            # One JSON document (or one assembled for the file): read it whole.
             head = read_source(real, shown=shown, pin=pin).data
     except (OSError, IngestError):
         return fallback, False  # reading the file again reports the error

@@ -43,7 +43,7 @@ from pgsearch.ingest.report import FileResult
 from pgsearch.ingest.targets import FileJob
 from pgsearch.messages import Entry
 from pgsearch.settings import Settings
-from pgsearch.sources import FileView, is_opencode_session, open_source, read_source
+from pgsearch.sources import FileView, is_assembled, open_source, read_source
 
 #: Rows one insert statement carries.
 _BATCH_ROWS = 5000
@@ -456,7 +456,7 @@ def _moved_from(f: _File, candidates: list[FileRecord]) -> FileRecord | None:
     if not found:
         return None
     job = f.job
-    if is_opencode_session(job.real):  # its bytes are the assembled session
+    if is_assembled(job.real):  # its bytes are the assembled session
         try:
             data = read_source(job.real, shown=job.shown, pin=job.pin).data
         except IngestError:

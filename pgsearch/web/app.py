@@ -14,16 +14,21 @@ connection. Each request under ``/v1/`` is authenticated first:
   with ``Retry-After``.
 
 ``pgsearch serve --open`` is the local single-user mode: no token, one fixed scope,
-and the server only listens on 127.0.0.1.
+and the server only listens on 127.0.0.1 and answers only loopback names.
+`pgsearch.web.guard` checks every request's Host, Origin and body type before it
+reaches a handler and adds the security headers to every answer;
+`pgsearch.web.server` holds the connection layer (deadlines, connection limit).
 
 Every error is JSON, ``{"error": {"code": ..., "message": ...}}``, with a code
-from `ERROR_CODES` that never changes meaning. Tokens found in the database are
-kept for `ServeConfig.token_cache_seconds`, so a revocation takes effect within
-that time and a busy client costs one token lookup per interval, not per request.
+from `pgsearch.web.errors.ERROR_CODES` that never changes meaning. Tokens found in
+the database are kept for `ServeConfig.token_cache_seconds`, so a revocation takes
+effect within that time and a busy client costs one token lookup per interval,
+not per request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -39,6 +44,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from pgsearch.aio import AsyncPgSearch, AsyncProvider
 from pgsearch.errors import (
@@ -55,23 +61,13 @@ from pgsearch.settings import Settings
 from pgsearch.tokens import hash_token
 from pgsearch.types import Scope
 from pgsearch.web import inputs
+from pgsearch.web.errors import ApiError, error_response
+from pgsearch.web.guard import Guard, RequestPolicy, json_media_type
 from pgsearch.web.limits import RateLimiter
 from pgsearch.web.openapi import openapi_document
 
 log = logging.getLogger(__name__)
 
-#: Stable error codes and their HTTP statuses.
-ERROR_CODES = {
-    "invalid_query": 400,
-    "unauthorized": 401,
-    "scope": 403,
-    "not_found": 404,
-    "method_not_allowed": 405,
-    "too_large": 413,
-    "rate_limited": 429,
-    "internal": 500,
-    "unavailable": 503,
-}
 #: Requests per second of a token that names no rate of its own.
 DEFAULT_RATE = 50.0
 #: Tokens remembered at most (a flood of distinct tokens only costs lookups).
@@ -79,17 +75,12 @@ TOKEN_CACHE_SIZE = 10_000
 #: Failed token checks a client address may cause per second: each costs a lookup,
 #: so guessing (or a misconfigured client) cannot load the database.
 FAILED_AUTH_RATE = 20.0
+#: Seconds a request body may take to arrive.
+BODY_TIMEOUT = 30.0
+#: Seconds a health check's answer is reused.
+HEALTH_CACHE_SECONDS = 1.0
 
 STATIC = resources.files("pgsearch.web") / "static"
-#: The page runs only its own scripts and styles and talks only to this origin.
-PAGE_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,25 +99,22 @@ class ServeConfig:
     token_cache_seconds: float = 5.0
     #: Failed token checks per second a client address may cause.
     failed_auth_rate: float = FAILED_AUTH_RATE
+    #: Token mode: host names answered besides loopback ones (empty: any).
+    allowed_hosts: tuple[str, ...] = ()
+    #: Origins answered besides the server's own.
+    allowed_origins: tuple[str, ...] = ()
+    #: Seconds a request body may take to arrive, once its handler reads it.
+    body_timeout: float = BODY_TIMEOUT
+    #: Seconds a health check's answer is reused (each check costs a query).
+    health_cache_seconds: float = HEALTH_CACHE_SECONDS
 
-
-class ApiError(Exception):
-    """An error answer: a stable code, its status and a message."""
-
-    def __init__(self, code: str, message: str, *, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.status = ERROR_CODES[code]
-        self.message = message
-        self.headers = headers or {}
-
-
-def error_response(code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(
-        {"error": {"code": code, "message": message}},
-        status_code=ERROR_CODES[code],
-        headers=headers,
-    )
+    def policy(self) -> RequestPolicy:
+        """The Host/Origin rules of this configuration."""
+        return RequestPolicy(
+            loopback_only=self.open_scope is not None,
+            allowed_hosts=frozenset(h.strip().lower() for h in self.allowed_hosts),
+            allowed_origins=frozenset(o.strip().lower().rstrip("/") for o in self.allowed_origins),
+        )
 
 
 def _from_library(exc: PgSearchError) -> ApiError:
@@ -182,6 +170,11 @@ class Api:
         self.pg: AsyncPgSearch | None = None
         self.limiter = RateLimiter()
         self.tokens = _Tokens(ttl=config.token_cache_seconds)
+        #: Token lookups in flight, by the hash of their secret.
+        self.lookups: dict[str, asyncio.Future[ApiToken | None]] = {}
+        #: The last health check: when it expires, and the revisions or the error.
+        self.health: tuple[float, list[str] | PgSearchError] | None = None
+        self.health_check: asyncio.Future[list[str]] | None = None
 
     @property
     def db(self) -> AsyncPgSearch:
@@ -242,17 +235,8 @@ class Api:
             )
         token = self.tokens.get(secret)
         if token is None:
-            address = request.client.host if request.client else "unknown"
-            wait = self.limiter.peek("failed:" + address, config.failed_auth_rate)
-            if wait > 0:
-                raise ApiError(
-                    "rate_limited",
-                    f"too many failed token checks from {address}; retry in {wait:.2f} s",
-                    headers={"Retry-After": str(max(1, round(wait + 0.5)))},
-                )
-            token = await self.db.authenticate(secret)
+            token = await self._look_up(secret, request)
             if token is None:
-                self.limiter.take("failed:" + address, config.failed_auth_rate)
                 raise ApiError(
                     "unauthorized", "the token is unknown or was revoked", headers=challenge
                 )
@@ -265,11 +249,42 @@ class Api:
             token_id=token.token_id,
         )
 
+    async def _look_up(self, secret: str, request: Request) -> ApiToken | None:
+        """The live token `secret` names, looked up once however many requests carry
+        it at the same moment; each lookup costs the client's address one failed
+        check, taken before the lookup is awaited and given back when the token is
+        good, so concurrent guesses cannot all pass a check made before any of them
+        failed."""
+        key = hash_token(secret)
+        pending = self.lookups.get(key)
+        if pending is None:
+            address = request.client.host if request.client else "unknown"
+            bucket = "failed:" + address
+            rate = self.config.failed_auth_rate
+            wait = self.limiter.take(bucket, rate)
+            if wait > 0:
+                raise ApiError(
+                    "rate_limited",
+                    f"too many failed token checks from {address}; retry in {wait:.2f} s",
+                    headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+                )
+            pending = asyncio.ensure_future(self.db.authenticate(secret))
+            self.lookups[key] = pending
+
+            def done(task: asyncio.Future[ApiToken | None]) -> None:
+                self.lookups.pop(key, None)
+                if not task.cancelled() and task.exception() is None and task.result():
+                    self.limiter.give_back(bucket, rate)
+
+            pending.add_done_callback(done)
+        # Shielded: a client that hangs up does not cancel the others' lookup.
+        return await asyncio.shield(pending)
+
     # --- handlers ---------------------------------------------------------------------
 
     async def search(self, request: Request) -> Response:
         caller = await self.caller(request)
-        body = await _json_body(request, inputs.MAX_SEARCH_BODY)
+        body = await _json_body(request, inputs.MAX_SEARCH_BODY, self.config.body_timeout)
         query, capped = inputs.search_request(body, caller.scope)
         result = await self._provider(caller).search(query)
         data = result.to_json()
@@ -354,7 +369,7 @@ class Api:
                 "not_found", "appending is not enabled on this server (pgsearch serve --append)"
             )
         caller = await self.caller(request, write=True)
-        body = await _json_body(request, inputs.MAX_APPEND_BODY)
+        body = await _json_body(request, inputs.MAX_APPEND_BODY, self.config.body_timeout)
         session, messages = inputs.append_body(body, caller.scope)
         count = await self.db.append(
             workspace=caller.scope.workspace, session_id=session, messages=messages
@@ -369,7 +384,7 @@ class Api:
                 "ingesting files is not enabled on this server (pgsearch serve --ingest-root DIR)",
             )
         caller = await self.caller(request, write=True)
-        body = await _json_body(request, inputs.MAX_SEARCH_BODY)
+        body = await _json_body(request, inputs.MAX_SEARCH_BODY, self.config.body_timeout)
         path, session, fmt = inputs.ingest_body(body, caller.scope)
         from pgsearch.ingest import confine
 
@@ -399,7 +414,7 @@ class Api:
     async def healthz(self, request: Request) -> Response:
         from pgsearch.db.store import HEAD_REVISION
 
-        versions = await self.db.schema_versions()
+        versions = await self._schema_versions()
         if versions != [HEAD_REVISION]:
             raise ApiError(
                 "unavailable",
@@ -408,12 +423,34 @@ class Api:
             )
         return JSONResponse({"status": "ok", "schema_revision": HEAD_REVISION})
 
+    async def _schema_versions(self) -> list[str]:
+        """The schema revisions, asked of the database at most once per
+        `ServeConfig.health_cache_seconds` (a health check needs no token, so it
+        must not cost a query per request); an error is remembered as long."""
+        now = time.monotonic()
+        if self.health is None or self.health[0] <= now:
+            if self.health_check is None:
+                self.health_check = asyncio.ensure_future(self.db.schema_versions())
+            check = self.health_check
+            try:
+                outcome: list[str] | PgSearchError = await asyncio.shield(check)
+            except PgSearchError as exc:
+                outcome = exc
+            if self.health_check is check:
+                self.health_check = None
+                self.health = (time.monotonic() + self.config.health_cache_seconds, outcome)
+        else:
+            outcome = self.health[1]
+        if isinstance(outcome, PgSearchError):
+            raise outcome
+        return outcome
+
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document())
 
     async def page(self, request: Request) -> Response:
         html = (STATIC / "index.html").read_bytes()
-        return Response(html, media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+        return Response(html, media_type="text/html; charset=utf-8")
 
     def _provider(self, caller: Caller) -> AsyncProvider:
         return self.db.provider(
@@ -427,18 +464,43 @@ def _session_param(request: Request) -> str:
     return value
 
 
-async def _json_body(request: Request, limit: int) -> dict[str, Any]:
+async def _json_body(request: Request, limit: int, timeout: float) -> dict[str, Any]:
+    """The request's JSON object body, at most `limit` bytes, arrived within `timeout`
+    seconds (else 408, and the connection is closed); a large body is decoded in a
+    worker thread, so other requests are answered meanwhile."""
+    content_type = request.headers.get("content-type")
+    if not json_media_type(content_type):
+        raise ApiError(
+            "unsupported_media_type",
+            "a request body must be JSON sent with Content-Type: application/json, "
+            f"not {content_type or 'none'!r:.100}",
+        )
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ApiError("too_large", f"the request body is over {limit:,} bytes")
     chunks = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError("too_large", f"the request body is over {limit:,} bytes")
-        chunks.append(chunk)
-    return inputs.decode_json(b"".join(chunks))
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise ApiError("too_large", f"the request body is over {limit:,} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise ApiError(
+            "timeout",
+            f"the request body did not arrive within {timeout:g} s",
+            headers={"Connection": "close"},
+        ) from None
+    raw = b"".join(chunks)
+    if size > _DECODE_ON_LOOP:
+        return await asyncio.to_thread(inputs.decode_json, raw)
+    return inputs.decode_json(raw)
+
+
+#: Bodies up to this size are decoded on the event loop (a thread costs more).
+_DECODE_ON_LOOP = 64 * 1024
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -475,6 +537,23 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         return error_response("not_found", f"no such path: {request.url.path[:200]}")
     return error_response("invalid_query", str(exc.detail))
+
+
+async def _failed(request: Request, exc: Exception) -> Response:
+    # Outside any handler (routing, static files): still a JSON answer.
+    return error_response("internal", "the server failed to answer; see its log")
+
+
+class _App(Starlette):
+    """Starlette with the request guard outermost, so that its refusals and its
+    headers cover every answer, the framework's own errors included."""
+
+    def __init__(self, *, policy: RequestPolicy, **kwargs: Any) -> None:
+        self.policy = policy
+        super().__init__(**kwargs)
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return Guard(super().build_middleware_stack(), self.policy)
 
 
 def create_app(
@@ -517,10 +596,11 @@ def create_app(
         route("/v1/ingest", api.ingest, "POST"),
         Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
     ]
-    app = Starlette(
+    app = _App(
+        policy=config.policy(),
         routes=routes,
         lifespan=lifespan,
-        exception_handlers={HTTPException: _http_error},
+        exception_handlers={HTTPException: _http_error, Exception: _failed},
     )
     app.state.api = api
     return app

@@ -31,6 +31,8 @@ from pgsearch.types import (
 MAX_SEARCH_BODY = 64 * 1024
 #: Largest JSON body of an append (a batch of messages).
 MAX_APPEND_BODY = 8 * 1024 * 1024
+#: Most messages in one append (larger batches are several requests).
+MAX_APPEND_MESSAGES = 1000
 #: Sessions per page of `GET /v1/sessions`, default and most.
 DEFAULT_SESSIONS = 50
 MAX_SESSIONS = 200
@@ -78,6 +80,7 @@ APPEND_BODY: dict[str, Any] = {
             "type": "array",
             "items": {"type": "object"},
             "minItems": 1,
+            "maxItems": MAX_APPEND_MESSAGES,
             "description": "Messages in the OpenAI chat shape (role, content, tool_calls...).",
         },
         "workspace_id": _WORKSPACE_ID,
@@ -119,6 +122,9 @@ def decode_json(raw: bytes) -> dict[str, Any]:
         raise InvalidQuery(f"the request body is not valid JSON: {exc.msg}") from None
     except RecursionError:
         raise InvalidQuery("the request body is nested too deeply") from None
+    except ValueError:
+        # Python refuses to read an integer of more than 4,300 digits.
+        raise InvalidQuery("the request body holds a number too long to read") from None
     if not isinstance(data, dict):
         raise InvalidQuery("the request body must be a JSON object")
     return data
@@ -167,6 +173,10 @@ def _objects(name: str, value: Any, prop: Mapping[str, Any]) -> list[dict[str, A
         raise InvalidQuery(f"{name!r} must be an array of objects")
     if len(value) < prop.get("minItems", 0):
         raise InvalidQuery(f"{name!r} must not be empty")
+    if len(value) > prop.get("maxItems", len(value)):
+        raise InvalidQuery(
+            f"{name!r} holds {len(value):,} items; at most {prop['maxItems']:,} per request"
+        )
     for i, item in enumerate(value):
         if not isinstance(item, dict):
             raise InvalidQuery(f"{name}[{i}] must be an object")

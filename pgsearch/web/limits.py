@@ -42,10 +42,10 @@ class RateLimiter:
             return 0.0
         return (1.0 - bucket.tokens) / rate
 
-    def peek(self, key: str, rate: float) -> float:
-        """As `take`, without counting a request."""
+    def give_back(self, key: str, rate: float) -> None:
+        """Return one request taken from `key` (it turned out not to count)."""
         bucket = self._refilled(key, rate)
-        return 0.0 if bucket.tokens >= 1.0 else (1.0 - bucket.tokens) / rate
+        bucket.tokens = min(max(1.0, rate * BURST_SECONDS), bucket.tokens + 1.0)
 
     def _refilled(self, key: str, rate: float) -> _Bucket:
         now = self._clock()

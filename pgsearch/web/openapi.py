@@ -14,6 +14,7 @@ from typing import Any
 from pgsearch import __version__
 from pgsearch.types import DEFAULT_CONTEXT, MAX_WINDOW
 from pgsearch.web import inputs
+from pgsearch.web.errors import ERROR_CODES
 
 
 def _nullable(kind: str, **extra: Any) -> dict[str, Any]:
@@ -35,17 +36,7 @@ SCHEMAS: dict[str, Any] = {
                 "properties": {
                     "code": {
                         "type": "string",
-                        "enum": [
-                            "invalid_query",
-                            "unauthorized",
-                            "scope",
-                            "not_found",
-                            "method_not_allowed",
-                            "too_large",
-                            "rate_limited",
-                            "internal",
-                            "unavailable",
-                        ],
+                        "enum": list(ERROR_CODES),
                     },
                     "message": _STRING,
                 },
@@ -258,8 +249,13 @@ SCHEMAS: dict[str, Any] = {
 _ERRORS = {
     "400": "Invalid request (`invalid_query`).",
     "401": "No token, or an unknown or revoked one (`unauthorized`).",
-    "403": "Outside the token's scope, or a write with a read-only token (`scope`).",
+    "403": "Outside the token's scope, or a write with a read-only token (`scope`); "
+    "sent from another origin (`cross_origin`).",
     "404": "No such session or message in scope (`not_found`).",
+    "408": "The request body did not arrive in time (`timeout`).",
+    "413": "The request body is too large (`too_large`).",
+    "415": "The body is not sent as application/json (`unsupported_media_type`).",
+    "421": "A Host this server does not answer for (`misdirected`).",
     "429": "Over the token's request rate (`rate_limited`); see Retry-After.",
     "503": "The database is unreachable or its schema is not current (`unavailable`).",
 }
@@ -269,13 +265,14 @@ def _json(ref: str) -> dict[str, Any]:
     return {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}
 
 
+#: The answers of an operation with a request body.
+_BODY = ("408", "413", "415")
+
+
 def _responses(ok: str, description: str, *extra: str) -> dict[str, Any]:
     out: dict[str, Any] = {"200": {"description": description, "content": _json(ok)}}
-    for status in ("400", "401", "403", "404", "429", *extra, "503"):
-        text = {"413": "The request body is too large (`too_large`)."}.get(status) or _ERRORS[
-            status
-        ]
-        out[status] = {"description": text, "content": _json("Error")}
+    for status in ("400", "401", "403", "404", "421", "429", *extra, "503"):
+        out[status] = {"description": _ERRORS[status], "content": _json("Error")}
     return dict(sorted(out.items()))
 
 
@@ -332,6 +329,7 @@ def openapi_document() -> dict[str, Any]:
                     "security": public,
                     "responses": {
                         "200": {"description": "Healthy.", "content": _json("Health")},
+                        "421": {"description": _ERRORS["421"], "content": _json("Error")},
                         "503": {"description": _ERRORS["503"], "content": _json("Error")},
                     },
                 }
@@ -350,7 +348,7 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Ranked matches in the token's scope (an empty query browses).",
                     "parameters": [_WORKSPACE_QUERY],
                     "requestBody": {"required": True, "content": _json("SessionQueryRequest")},
-                    "responses": _responses("SessionQueryResult", "One page of matches.", "413"),
+                    "responses": _responses("SessionQueryResult", "One page of matches.", *_BODY),
                 }
             },
             "/v1/sessions": {
@@ -436,7 +434,7 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Append messages to a session (write tokens; `serve --append`).",
                     "parameters": [_WORKSPACE_QUERY],
                     "requestBody": {"required": True, "content": _json("AppendRequest")},
-                    "responses": _responses("AppendResult", "Stored and searchable.", "413"),
+                    "responses": _responses("AppendResult", "Stored and searchable.", *_BODY),
                 }
             },
             "/v1/ingest": {
@@ -445,7 +443,7 @@ def openapi_document() -> dict[str, Any]:
                     "summary": "Ingest a session file on the server (`serve --ingest-root`).",
                     "parameters": [_WORKSPACE_QUERY],
                     "requestBody": {"required": True, "content": _json("IngestRequest")},
-                    "responses": _responses("IngestResult", "What the file held.", "413"),
+                    "responses": _responses("IngestResult", "What the file held.", *_BODY),
                 }
             },
         },

@@ -446,6 +446,40 @@ class Cluster:
         with self.standby.connect() as conn:
             conn.execute("SELECT pg_wal_replay_resume()")
 
+    @contextlib.contextmanager
+    def cut_off(self) -> Iterator[None]:
+        """The standby, still up and answering, loses its primary: its WAL receiver
+        is pointed at a port nothing listens on (and not retried meanwhile), so it
+        receives nothing more, has replayed all it received, and stays queryable.
+        Reconnected when the block ends."""
+        (dead,) = _free_ports(1, taken=[self.primary.port, self.standby.port])
+        with self.standby.connect() as conn:
+            original = conn.execute("SHOW primary_conninfo").fetchone()
+            assert original is not None and original[0]
+            conn.execute(
+                "ALTER SYSTEM SET primary_conninfo = "
+                + f"'host=127.0.0.1 port={dead} user=postgres connect_timeout=1'"
+            )
+            conn.execute("ALTER SYSTEM SET wal_retrieve_retry_interval = '1h'")
+            conn.execute("SELECT pg_reload_conf()")
+            deadline = time.monotonic() + 30
+            while conn.execute("SELECT count(*) FROM pg_stat_wal_receiver").fetchone() != (0,):
+                if time.monotonic() > deadline:
+                    raise AssertionError("the standby's WAL receiver did not stop")
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            with self.standby.connect() as conn:
+                conn.execute(
+                    sql.SQL("ALTER SYSTEM SET primary_conninfo = {}").format(
+                        sql.Literal(str(original[0]))
+                    )
+                )
+                conn.execute("ALTER SYSTEM RESET wal_retrieve_retry_interval")
+                conn.execute("SELECT pg_reload_conf()")
+            self.wait_streaming()
+
     # --- databases ---------------------------------------------------------------
 
     def create_database(self, *, template: str | None = None, prefix: str = "t") -> str:

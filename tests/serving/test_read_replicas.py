@@ -254,5 +254,76 @@ def test_the_standby_probe_reads_no_table(nodes: Nodes) -> None:
     probe = replay_probe("0/1", 200)
     with psycopg.connect(nodes.standby_dsn) as conn:
         plan = "\n".join(str(r[0]) for r in conn.execute("EXPLAIN " + str(probe.sql), probe.params))
-        assert conn.execute(probe.sql, probe.params).fetchall() == [(True, True, 0.0)]
+        assert conn.execute(probe.sql, probe.params).fetchall() == [(True, True, True, 0.0)]
     assert "Function Scan on generate_series" in plan and "Seq Scan" not in plan, plan
+
+
+def test_revoked_tokens_and_forgotten_sessions_are_gone_at_once_on_a_cut_off_standby(
+    nodes: Nodes,
+) -> None:
+    """Another process revokes a token and forgets a session while the standby has
+    lost its primary (up, answering, and reporting nothing left to replay)."""
+    from pgsearch.web.app import ServeConfig
+    from tests.web.conftest import LiveServer, client
+
+    with PgSearch.connect(nodes.primary_dsn) as admin:
+        admin.append(
+            workspace=WS,
+            session_id="plan",
+            messages=[{"role": "user", "content": "the quarterly zephyrine merger plan"}],
+        )
+        admin.append(
+            workspace=WS,
+            session_id="kept",
+            messages=[{"role": "user", "content": "the zephyrine offsite agenda"}],
+        )
+        doomed = admin.create_token(workspace=WS)
+        reader = admin.create_token(workspace=WS).secret
+    nodes.wait_for_replay()
+    # The server as deployed with a standby (default lag limit), checking tokens
+    # on every request.
+    config = ServeConfig(token_cache_seconds=0)
+    with LiveServer(config, _settings(nodes)) as live:
+        assert client(live, doomed.secret).get("/v1/whoami").status_code == 200
+        found = client(live, reader).post("/v1/search", {"query": "zephyrine"}).json()
+        assert {m["session_id"] for m in found["matches"]} == {"plan", "kept"}
+        with nodes.cluster.cut_off():
+            with PgSearch.connect(nodes.primary_dsn) as admin:
+                assert admin.revoke_token(doomed.token.token_id) is not None
+                assert admin.forget(workspace=WS, session_id="plan") == 1
+            # At once: the token is checked on the primary, and the standby, which
+            # cannot have replayed the forget, is passed over for the primary.
+            assert client(live, doomed.secret).get("/v1/whoami").status_code == 401
+            for _ in range(3):
+                found = client(live, reader).post("/v1/search", {"query": "zephyrine"}).json()
+                assert [m["session_id"] for m in found["matches"]] == ["kept"], found
+                sessions = client(live, reader).get("/v1/sessions").json()["sessions"]
+                assert "plan" not in {s["session_id"] for s in sessions}
+                time.sleep(1.0)
+
+
+def test_a_standby_that_replays_nothing_new_lags_by_the_primary_not_by_what_it_received(
+    nodes: Nodes,
+) -> None:
+    """Replay paused, nothing more received: measured against what it received the
+    standby is not behind at all; measured against the primary it is."""
+    with _routed(nodes, read_wait_ms=0, read_max_lag_ms=500) as pg:
+        _append(pg, 0)
+        nodes.wait_for_replay()
+        with nodes.cluster.cut_off():
+            with PgSearch.connect(nodes.primary_dsn) as admin:
+                admin.forget(workspace=WS, session_id="s")
+            # The cut-off standby's receiver may be restarted by recovery at any
+            # time: the lag against the primary decides even then.
+            time.sleep(1.0)
+            with psycopg.connect(nodes.standby_dsn) as conn:
+                # Measured against what it received, it is not behind at all.
+                row = conn.execute(
+                    "SELECT pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn()"
+                ).fetchone()
+            assert row == (True,)
+            with pg._driver.capture() as units:
+                assert pg.stats(workspace=WS).messages == 0
+                assert pg.sessions(workspace=WS) == []
+            first, second = _reads(units)
+            assert first.node == PRIMARY and second.node == PRIMARY, (first, second)

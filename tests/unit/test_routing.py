@@ -27,6 +27,12 @@ def _read(workspace: str | None = "w", excluded: frozenset[str] = frozenset()) -
     return Intent(write=False, workspace=workspace, attempt=1, excluded=excluded)
 
 
+def _sampled(router: ReplicaRouter, lsn: str = "0/0") -> ReplicaRouter:
+    """`router` with a fresh sample of the primary's position (as the driver takes it)."""
+    router.sampled([lsn])
+    return router
+
+
 def test_settings_pick_the_router() -> None:
     assert isinstance(router_for(Settings.from_env({}, dsn="dbname=p")), PrimaryRouter)
     router = router_for(
@@ -38,7 +44,7 @@ def test_settings_pick_the_router() -> None:
 
 
 def test_writes_go_to_the_primary_and_reads_alternate_between_standbys() -> None:
-    router = ReplicaRouter("p", ["a", "b"])
+    router = _sampled(ReplicaRouter("p", ["a", "b"]))
     assert router.choose(Intent(write=True, workspace="w", attempt=1)).node == PRIMARY
     chosen = [router.choose(_read()).node for _ in range(4)]
     assert sorted(chosen) == [S1, S1, S2, S2]
@@ -47,7 +53,7 @@ def test_writes_go_to_the_primary_and_reads_alternate_between_standbys() -> None
 
 
 def test_reads_wait_for_the_newest_commit_of_their_workspace() -> None:
-    router = ReplicaRouter("p", ["a"], wait_ms=300)
+    router = _sampled(ReplicaRouter("p", ["a"], wait_ms=300))
     assert router.required_lsn("w") is None
     router.committed(PRIMARY, "0/10", "w")
     router.committed(PRIMARY, "0/F", "w")  # an older position never moves it back
@@ -65,20 +71,23 @@ def test_reads_wait_for_the_newest_commit_of_their_workspace() -> None:
 
 
 def test_probe_verdicts() -> None:
-    router = ReplicaRouter("p", ["a"], max_lag_ms=1000)
-    assert router.accept(S1, [(True, True, 10.0)])
-    assert not router.accept(S1, [(True, False, 0.0)])  # not replayed within the wait
+    router = _sampled(ReplicaRouter("p", ["a"], max_lag_ms=1000))
+    assert router.accept(S1, [(True, True, True, 10.0)])
+    assert not router.accept(S1, [(True, False, True, 0.0)])  # not replayed within the wait
     assert router.choose(_read()).node == S1  # ... which says nothing against it
-    assert not router.accept(S1, [(True, True, 5000.0)])  # lagging: skipped a while
+    assert not router.accept(S1, [(True, True, True, 5000.0)])  # lagging: skipped a while
     assert router.choose(_read()).node == PRIMARY
-    other = ReplicaRouter("p", ["a"])
-    assert not other.accept(S1, [(False, True, 0.0)])  # a primary named as a standby
+    cut_off = _sampled(ReplicaRouter("p", ["a"], max_lag_ms=1000))
+    assert not cut_off.accept(S1, [(True, True, False, 0.0)])  # no WAL receiver running
+    assert cut_off.choose(_read()).node == PRIMARY
+    other = _sampled(ReplicaRouter("p", ["a"]))
+    assert not other.accept(S1, [(False, True, True, 0.0)])  # a primary named as a standby
     assert other.choose(_read()).node == PRIMARY
     assert other.accept(PRIMARY, [])
 
 
 def test_a_standby_that_failed_is_passed_over_then_tried_by_one_read() -> None:
-    router = ReplicaRouter("p", ["a"])
+    router = _sampled(ReplicaRouter("p", ["a"]))
     router.failed(S1, StoreError("a recovery conflict"))
     assert router.choose(_read()).node == S1  # conflicts do not mark a node down
     router.failed(S1, StoreUnavailable("gone"))
@@ -87,8 +96,40 @@ def test_a_standby_that_failed_is_passed_over_then_tried_by_one_read() -> None:
     standby.skip_until = 0.0  # the back-off is over
     assert router.choose(_read()).node == S1  # one read tries it
     assert router.choose(_read()).node == PRIMARY  # the others do not meanwhile
-    assert router.accept(S1, [(True, True, 0.0)])
+    assert router.accept(S1, [(True, True, True, 0.0)])
     assert router.choose(_read()).node == S1 and standby.failures == 0
+
+
+def test_lag_is_measured_against_a_sample_of_the_primary() -> None:
+    router = ReplicaRouter("p", ["a"], max_lag_ms=1000)
+    first = router.choose(_read())
+    # No sample yet: the driver is asked to take one before the attempt...
+    assert first.sample is not None and "pg_current_wal_lsn" in first.sample.sql
+    # ... and only one read takes it at a time.
+    assert router.choose(_read()).sample is None
+    router.sampled(["5/A0"])
+    probe = router.choose(_read()).probe
+    assert probe is not None and probe.params is not None
+    assert probe.params["primary"] == "5/A0"
+    # A sample older than SAMPLE_SECONDS is taken again.
+    assert router._primary is not None
+    router._primary = (router._primary[0] - 60, "5/A0")
+    assert router.choose(_read()).sample is not None
+    # The primary did not answer: the last sample is used until the next try.
+    router.sampled(None)
+    again = router.choose(_read())
+    assert again.sample is None and again.node == S1
+    assert again.probe is not None and again.probe.params is not None
+    assert again.probe.params["primary"] == "5/A0"
+    # With no lag limit nothing is sampled.
+    assert ReplicaRouter("p", ["a"], max_lag_ms=0).choose(_read()).sample is None
+
+
+def test_access_decisions_run_on_the_primary() -> None:
+    router = _sampled(ReplicaRouter("p", ["a"]))
+    decision = Intent(write=False, workspace=None, attempt=1, primary=True)
+    assert router.choose(decision).node == PRIMARY and router.choose(decision).probe is None
+    assert router.choose(_read(None)).node == S1
 
 
 def test_read_dsn_lists_are_parsed_and_bad_ones_named() -> None:

@@ -9,7 +9,12 @@ session (so the session view has pages), in two workspaces.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +29,7 @@ import uvicorn
 from pgsearch import PgSearch, Settings
 from pgsearch.db.migrate import migrate
 from pgsearch.web.app import ServeConfig, create_app
+from pgsearch.web.server import ConnectionLimits, uvicorn_config
 from tests.conftest import EXAMPLES, Databases
 
 WORKSPACE = "acme"
@@ -54,18 +60,17 @@ def long_session() -> list[dict[str, Any]]:
 class LiveServer:
     """The app served by uvicorn in a thread; `url` is its base URL."""
 
-    def __init__(self, config: ServeConfig, settings: Settings) -> None:
+    def __init__(
+        self, config: ServeConfig, settings: Settings, limits: ConnectionLimits | None = None
+    ) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.port = int(self.sock.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        # The configuration `pgsearch serve` runs (protocol, limits, proxy rules).
         self.server = uvicorn.Server(
-            uvicorn.Config(
-                create_app(config, settings=settings),
-                log_level="warning",
-                access_log=False,
-                lifespan="on",
-            )
+            uvicorn_config(create_app(config, settings=settings), limits or ConnectionLimits())
         )
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
@@ -168,3 +173,70 @@ def plain_server(http_dsn: str, tokens: dict[str, str]) -> Iterator[LiveServer]:
 
 def client(live: LiveServer, token: str | None = None) -> Client:
     return Client(live.url, token)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServeProcess:
+    """``python -m pgsearch serve ARGS`` as a user runs it, on a free port; `url` is
+    its base URL once it answers."""
+
+    def __init__(self, dsn: str, *args: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PGSEARCH_")}
+        # Its output goes to a file: a pipe nobody reads would stall a chatty server.
+        self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pgsearch",
+                "--dsn",
+                dsn,
+                "serve",
+                "--port",
+                str(self.port),
+                *args,
+            ],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def output(self) -> str:
+        """What the server printed so far."""
+        self.log.seek(0)
+        return self.log.read()
+
+    def __enter__(self) -> ServeProcess:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                requests.get(self.url + "/healthz", timeout=2)
+                return self
+            except requests.ConnectionError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    printed = self.output()
+                    self.__exit__()
+                    pytest.fail(f"pgsearch serve did not start:\n{printed}")
+                time.sleep(0.1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+    def connect(self) -> socket.socket:
+        """A raw connection to the server."""
+        return socket.create_connection(("127.0.0.1", self.port), timeout=30)

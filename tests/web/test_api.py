@@ -4,6 +4,7 @@ request can widen (crafted workspace ids, session ids, cursors)."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 from pgsearch import PgSearch, SessionMatch, SessionQueryRequest
@@ -478,10 +479,11 @@ def test_health_is_503_when_the_schema_is_not_current(dsn: str) -> None:
     from pgsearch import Settings
     from pgsearch.web.app import ServeConfig
 
-    with LiveServer(ServeConfig(), Settings.from_env(dsn=dsn)) as live:
+    with LiveServer(ServeConfig(health_cache_seconds=0.2), Settings.from_env(dsn=dsn)) as live:
         assert client(live).get("/healthz").status_code == 200
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("UPDATE pgsearch_alembic_version SET version_num = '0001'")
+        time.sleep(0.3)  # the last answer is reused for health_cache_seconds
         response = client(live).get("/healthz")
         assert response.status_code == 503 and error_code(response) == "unavailable"
         assert "pgsearch migrate" in response.json()["error"]["message"]

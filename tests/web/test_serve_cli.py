@@ -3,12 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 
 import psycopg
@@ -16,7 +10,7 @@ import pytest
 import requests
 
 from tests.acceptance.test_cli import ok, pgsearch
-from tests.web.conftest import WORKSPACE
+from tests.web.conftest import WORKSPACE, ServeProcess
 
 
 def test_token_create_list_revoke(dsn: str) -> None:
@@ -62,59 +56,10 @@ def test_token_create_refuses_bad_scopes(dsn: str) -> None:
         assert conn.execute("SELECT count(*) FROM api_tokens").fetchone() == (0,)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def open_server(http_dsn: str) -> Iterator[str]:
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PGSEARCH_")}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pgsearch",
-            "--dsn",
-            http_dsn,
-            "serve",
-            "--open",
-            "-w",
-            WORKSPACE,
-            "--port",
-            str(port),
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                requests.get(url + "/healthz", timeout=2)
-                break
-            except requests.ConnectionError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    out, err = process.communicate(timeout=5)
-                    pytest.fail(f"pgsearch serve did not start:\n{out}\n{err}")
-                time.sleep(0.1)
-        yield url
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout:
-            process.stdout.close()
-        if process.stderr:
-            process.stderr.close()
+    with ServeProcess(http_dsn, "--open", "-w", WORKSPACE) as served:
+        yield served.url
 
 
 def test_open_mode_serves_one_workspace_without_a_token(open_server: str) -> None:
