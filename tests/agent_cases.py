@@ -97,6 +97,7 @@ CURSOR_SID = "7d2e9c41-8b35-4f06-a1d7-3c9e5b0f2a84"
 AMP_THREAD = "T-3e1c9a57-0b2d-4f86-9c14-7a5e2d8b6f10"
 CRUSH_SID = "8c0f3e2a-5d71-4b96-a2e4-1f9d7c6b3a05"
 CRUSH_PROJECT = STORES / "crush" / "home" / "dev" / "projects" / "ferryman"
+CURSOR_CHAT = "4f1a7c2e-9b30-4d58-8e61-2c7b5a9d0f13"
 KIMI_SID = "0e8d4c7a-5b21-4f36-9a0c-d18e7b64f2a3"
 KIMI_CODE_SID = "41c7e0b2-6d8a-4f19-b3e5-02a9c8d7f614"
 KIMI_CODE_AGENTS = (
@@ -290,5 +291,20 @@ CASES = (
         child_session="call_sub_7QmT",
         child_word="arrive after midnight",
         cwd=str(CRUSH_PROJECT),
+    ),
+    Case(
+        format="cursor-store",
+        path=STORES
+        / "cursor-store"
+        / ".config"
+        / "Cursor"
+        / "User"
+        / "globalStorage"
+        / "state.vscdb",
+        session_id=CURSOR_CHAT,
+        user_word="minimap flicker",
+        error_words="redraws at most once per frame",
+        error_tool="run_terminal_cmd",
+        title="Minimap flicker on fast scroll",
     ),
 )

@@ -71,6 +71,7 @@ ROO_CODE = "roo-code"
 CURSOR = "cursor"
 AMP = "amp"
 CRUSH = "crush"
+CURSOR_STORE = "cursor-store"
 
 #: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
 #: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
@@ -95,6 +96,7 @@ REGISTRY: tuple[Format, ...] = (
     Format(name=CURSOR, module="pgsearch.adapters.cursor"),
     Format(name=AMP, module="pgsearch.adapters.amp"),
     Format(name=CRUSH, module="pgsearch.adapters.crush"),
+    Format(name=CURSOR_STORE, module="pgsearch.adapters.cursor_store"),
 )
 
 #: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
@@ -116,6 +118,7 @@ LINE_DETECTION = (
     CURSOR,
     AMP,
     CRUSH,
+    CURSOR_STORE,
 )
 
 FORMATS = tuple(f.name for f in REGISTRY)
@@ -363,6 +366,7 @@ __all__ = [
     "COPILOT_CLI",
     "CRUSH",
     "CURSOR",
+    "CURSOR_STORE",
     "DROID",
     "FORMATS",
     "FORMAT_CHOICES",

@@ -394,3 +394,27 @@ def test_crush_store_maps_sessions_sub_agents_and_summaries_without_writing_it()
     # Read-only: the store and its directory are as they were.
     assert (case.path.read_bytes(), case.path.stat().st_mtime_ns) == before
     assert sorted(p.name for p in case.path.parent.iterdir()) == siblings
+
+
+def test_cursor_chat_store_maps_bubbles_and_never_reads_the_editors_tokens() -> None:
+    [case] = [c for c in CASES if c.format == "cursor-store"]
+    data = read(case.path)
+    assert b"not-a-real-token" not in data  # only conversation keys are read
+    parsed = parse_all(case.path, data=data)
+    assert [
+        (e.role, e.kind, e.tool_name) for e in parsed.entries if e.session_id == case.session_id
+    ] == [
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),  # the thinking-only bubble is not stored
+        ("assistant", "tool_input", "codebase_search"),
+        ("tool", "tool_output", "codebase_search"),
+        ("assistant", "tool_input", "run_terminal_cmd"),
+        ("tool", "tool_error", "run_terminal_cmd"),
+        ("assistant", "assistant_text", None),
+    ]
+    older = "a9e3d5b1-2c84-4f07-b6d2-8e1f4a7c3b90"  # inline conversation, no name
+    assert [e.kind for e in parsed.entries if e.session_id == older] == [
+        "user_text",
+        "assistant_text",
+    ]
+    assert older not in parsed.titles
