@@ -72,6 +72,7 @@ CURSOR = "cursor"
 AMP = "amp"
 CRUSH = "crush"
 CURSOR_STORE = "cursor-store"
+VSCODE_COPILOT = "vscode-copilot"
 
 #: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
 #: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
@@ -97,6 +98,7 @@ REGISTRY: tuple[Format, ...] = (
     Format(name=AMP, module="pgsearch.adapters.amp"),
     Format(name=CRUSH, module="pgsearch.adapters.crush"),
     Format(name=CURSOR_STORE, module="pgsearch.adapters.cursor_store"),
+    Format(name=VSCODE_COPILOT, module="pgsearch.adapters.vscode_copilot"),
 )
 
 #: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
@@ -119,6 +121,7 @@ LINE_DETECTION = (
     AMP,
     CRUSH,
     CURSOR_STORE,
+    VSCODE_COPILOT,
 )
 
 FORMATS = tuple(f.name for f in REGISTRY)
@@ -380,6 +383,7 @@ __all__ = [
     "QWEN",
     "REGISTRY",
     "ROO_CODE",
+    "VSCODE_COPILOT",
     "Adapter",
     "FileHeader",
     "Format",

@@ -418,3 +418,33 @@ def test_cursor_chat_store_maps_bubbles_and_never_reads_the_editors_tokens() -> 
         "assistant_text",
     ]
     assert older not in parsed.titles
+
+
+def test_vscode_copilot_change_logs_replay_into_the_session_and_documents_read_as_they_are() -> (
+    None
+):
+    from tests.agent_cases import VSCODE_CHATS
+
+    [case] = [c for c in CASES if c.format == "vscode-copilot"]
+    parsed = parse_all(case.path)
+    assert [(e.role, e.kind, e.tool_name) for e in parsed.entries] == [
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),
+        ("assistant", "tool_input", "copilot_findTextInFiles"),
+        ("tool", "tool_output", "copilot_findTextInFiles"),
+        ("assistant", "tool_input", "run_in_terminal"),
+        ("tool", "tool_error", "run_in_terminal"),
+        ("assistant", "assistant_text", None),  # two Markdown pieces, one text
+        ("assistant", "tool_input", "copilot_think"),
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),
+        ("system", "system", None),  # the request's error
+    ]
+    assert "pytest tests/test_moon.py -q" in parsed.entries[4].arguments
+    assert parsed.entries[6].content.startswith("The offset is hard-coded to UTC+10, but Hobart")
+    assert parsed.problems == []  # the torn last change waits
+    assert parsed.unknown == {"response/elicitation": 1}
+    older = parse_all(next(VSCODE_CHATS.glob("*.json")))
+    [title] = older.titles.values()
+    assert title.title == "Leap seconds in the tide table"
+    assert [e.kind for e in older.entries] == ["user_text", "assistant_text"]
