@@ -71,6 +71,8 @@ ROO_CODE = "roo-code"
 CURSOR = "cursor"
 AMP = "amp"
 CRUSH = "crush"
+CURSOR_STORE = "cursor-store"
+VSCODE_COPILOT = "vscode-copilot"
 
 #: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
 #: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
@@ -95,6 +97,8 @@ REGISTRY: tuple[Format, ...] = (
     Format(name=CURSOR, module="pgsearch.adapters.cursor"),
     Format(name=AMP, module="pgsearch.adapters.amp"),
     Format(name=CRUSH, module="pgsearch.adapters.crush"),
+    Format(name=CURSOR_STORE, module="pgsearch.adapters.cursor_store"),
+    Format(name=VSCODE_COPILOT, module="pgsearch.adapters.vscode_copilot"),
 )
 
 #: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
@@ -116,6 +120,8 @@ LINE_DETECTION = (
     CURSOR,
     AMP,
     CRUSH,
+    CURSOR_STORE,
+    VSCODE_COPILOT,
 )
 
 FORMATS = tuple(f.name for f in REGISTRY)
@@ -363,6 +369,7 @@ __all__ = [
     "COPILOT_CLI",
     "CRUSH",
     "CURSOR",
+    "CURSOR_STORE",
     "DROID",
     "FORMATS",
     "FORMAT_CHOICES",
@@ -376,6 +383,7 @@ __all__ = [
     "QWEN",
     "REGISTRY",
     "ROO_CODE",
+    "VSCODE_COPILOT",
     "Adapter",
     "FileHeader",
     "Format",
