@@ -230,20 +230,46 @@ def floor(admin_dsn: str, root: Path) -> dict[str, Any]:
     }
 
 
-def case_dir(admin: str, sides: dict[str, Path], messages: int) -> dict[str, Any]:
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median speed, with every round's speed beside it."""
+    ordered = sorted(runs, key=lambda r: r["msgs_per_s"])
+    middle = dict(ordered[len(ordered) // 2])
+    middle["rounds_msgs_per_s"] = [r["msgs_per_s"] for r in runs]
+    return middle
+
+
+def case_dir(admin: str, sides: dict[str, Path], messages: int, rounds: int) -> dict[str, Any]:
+    """Rounds of: each side's ``pgsearch ingest DIR``, then the floor; the order of the
+    sides turns each round. Each figure is its median round; each ratio the median of
+    the ratios within a round (so that both halves of a ratio saw the same load)."""
     root = corpus(messages)
     count = sum(1 for _ in contents(root))
     out: dict[str, Any] = {"messages": count, "files": sum(1 for _ in root.rglob("*.jsonl"))}
-    for side, checkout in sides.items():
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in [*sides, "floor"]}
+    for round_ in range(rounds):
+        order = list(sides.items())
+        for side, checkout in order if round_ % 2 == 0 else reversed(order):
+            before = load()
+            with database(admin, checkout) as dsn:
+                run = run_ingest(checkout, dsn, root)
+            run["msgs_per_s"] = round(count / run["seconds"], 1)
+            runs[side].append({**run, "load": f"{before} -> {load()}"})
         before = load()
-        with database(admin, checkout) as dsn:
-            run = run_ingest(checkout, dsn, root)
-        run["msgs_per_s"] = round(count / run["seconds"], 1)
-        out[side] = {**run, "load": f"{before} -> {load()}"}
-    before = load()
-    out["floor"] = {**floor(admin, root), "load": f"{before} -> {load()}"}
+        runs["floor"].append({**floor(admin, root), "load": f"{before} -> {load()}"})
+    for side, side_runs in runs.items():
+        out[side] = _median_run(side_runs)
     for side in sides:
-        out[side]["of_floor"] = round(out[side]["msgs_per_s"] / out["floor"]["msgs_per_s"], 3)
+        ratios = [
+            r["msgs_per_s"] / f["msgs_per_s"]
+            for r, f in zip(runs[side], runs["floor"], strict=True)
+        ]
+        out[side]["of_floor"] = round(statistics.median(ratios), 3)
+        if side != "new":
+            new_vs = [
+                n["msgs_per_s"] / b["msgs_per_s"]
+                for n, b in zip(runs["new"], runs[side], strict=True)
+            ]
+            out[f"new_vs_{side}"] = round(statistics.median(new_vs), 2)
     return out
 
 
@@ -439,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", type=Path, help="another checkout, timed in the same run")
     parser.add_argument("--messages", type=int, default=100_000, help="corpus size (dir, bulk)")
     parser.add_argument("--files", type=int, default=200, help="50-message files (file)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of the dir case")
     parser.add_argument("--appends", type=int, default=500)
     parser.add_argument("--gb", type=float, default=2.0, help="size of the large file")
     parser.add_argument("--grown-mb", type=float, default=200.0)
@@ -457,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_before": load(),
     }
     if "dir" in args.only:
-        results["dir"] = case_dir(admin, sides, args.messages)
+        results["dir"] = case_dir(admin, sides, args.messages, args.rounds)
     if "file" in args.only:
         results["file"] = case_file(admin, sides, args.messages, args.files)
     if "append" in args.only:

@@ -31,8 +31,8 @@ RATE = 100
 
 #: (what the thread was doing, a pattern some frame of its stack matches); first wins.
 RULES: tuple[tuple[str, str], ...] = (
-    ("idle: a worker waiting for work", r"^(?!.*(ingest|prepare)).*(_worker|worker) \("),
-    ("start-up: imports, connecting, finding files", r"^(?!.*(ingest_paths|_prepare|prepare))"),
+    ("idle: a worker waiting for work", r"^(?!.*(write|prepare|commit_group)).*_worker \("),
+    ("start-up: imports, connecting, finding files", r"^(?!.*(write|prepare|commit_group))"),
     ("waiting for the server (round trips)", r"psycopg/waiting\.py|\bwait \(psycopg/"),
     (
         "waiting for another thread or process",
@@ -77,7 +77,7 @@ def parse(raw: str) -> dict[str, Counter[str]]:
     }
 
 
-def profile(checkout: Path, admin: str, messages: int) -> dict[str, Any]:
+def profile(checkout: Path, admin: str, messages: int, raw: Path | None = None) -> dict[str, Any]:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
         raise SystemExit("py-spy is needed: pip install py-spy")
@@ -88,7 +88,10 @@ def profile(checkout: Path, admin: str, messages: int) -> dict[str, Any]:
         command += ["-f", "raw", "-o", str(out), "--", python_of(checkout), "-m", "pgsearch"]
         command += ["--dsn", dsn, "ingest", "-w", "bench", "-q", str(root)]
         subprocess.run(command, check=True, cwd=checkout, capture_output=True)
-        threads = parse(out.read_text(encoding="utf-8"))
+        text = out.read_text(encoding="utf-8")
+        if raw is not None:
+            raw.write_text(text, encoding="utf-8")
+        threads = parse(text)
     result: dict[str, Any] = {"checkout": str(checkout), "messages": messages, "threads": {}}
     for key, counts in sorted(threads.items(), key=lambda kv: -sum(kv[1].values())):
         total = sum(counts.values())
@@ -114,9 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkout", type=Path, default=ROOT)
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--raw", type=Path, help="keep py-spy's samples here")
     args = parser.parse_args(argv)
     before = load()
-    result = profile(args.checkout.resolve(), args.dsn, args.messages)
+    result = profile(args.checkout.resolve(), args.dsn, args.messages, args.raw)
     result["load"] = f"{before} -> {load()}"
     print(render(result))
     print(f"load average {result['load']}")

@@ -149,6 +149,10 @@ messages = Table(
     ),
 )
 
+#: Free space left on vocabulary pages, so that a term's counts change in place
+#: (migration 0007).
+VOCABULARY_FILLFACTOR = 70
+
 vocabulary = Table(
     "vocabulary",
     metadata,
@@ -168,6 +172,7 @@ vocabulary = Table(
         postgresql_where=text("length(term) >= 4 AND term !~ '[0-9]'"),
     ),
     Index("vocabulary_stem_idx", "workspace_id", "stem"),
+    postgresql_with={"fillfactor": VOCABULARY_FILLFACTOR},
 )
 
 ingested_files = Table(

@@ -42,6 +42,8 @@ GROUP_ENTRIES = 5000
 MAINTAIN_AFTER = 5000
 #: Files prepared ahead of the writer.
 PREPARE_AHEAD = 8
+#: Groups waiting for the writer while it writes one.
+WRITE_AHEAD = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +186,42 @@ def write_group(
     return results
 
 
+class Writer:
+    """Writes groups in a thread of its own, one transaction after the other, while
+    the caller goes on preparing and grouping the next files: the server's work on
+    one group overlaps the Python work on the next. At most `WRITE_AHEAD` groups wait;
+    results are reported in order, from the caller's thread."""
+
+    def __init__(
+        self, db: Store, settings: Settings, report: Callable[[list[FileResult]], None]
+    ) -> None:
+        self._db = db
+        self._settings = settings
+        self._report = report
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgsearch-write")
+        self._pending: deque[Future[list[FileResult]]] = deque()
+
+    def submit(self, group: FileGroup) -> None:
+        """Write `group` after those submitted before it."""
+        work = partial(write_group, group.workspace, group.items, self._settings)
+        self._pending.append(
+            self._pool.submit(self._db.write, work, group.workspace, context="ingesting files")
+        )
+        while len(self._pending) > WRITE_AHEAD:
+            self._report(self._pending.popleft().result())
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        try:
+            while self._pending and error is None:
+                self._report(self._pending.popleft().result())
+        finally:
+            # On an error nothing queued is started; the group being written ends.
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 def ingest_paths(
     db: Store,
     settings: Settings,
@@ -218,24 +256,21 @@ def ingest_paths(
             if on_file is not None:
                 on_file(result)
 
-    def commit(group: FileGroup) -> None:
-        work = partial(write_group, group.workspace, group.items, settings)
-        report_all(db.write(work, group.workspace, context="ingesting files"))
-
-    group = FileGroup(workspace)
-    for job, prepared in Prefetch(jobs, snapshots, settings):
-        if isinstance(prepared, IngestError):
-            shown = job.shown if isinstance(job, FileJob) else str(job.given)
-            report_all([FileResult(path=shown, error=prepared)])
-            continue
-        assert isinstance(job, FileJob)
-        if not group.takes(job, prepared):
-            commit(group)
-            group = FileGroup(job.workspace)
-        group.workspace = job.workspace
-        group.add(job, prepared)
-    if group.items:
-        commit(group)
+    with Writer(db, settings, report_all) as writer:
+        group = FileGroup(workspace)
+        for job, prepared in Prefetch(jobs, snapshots, settings):
+            if isinstance(prepared, IngestError):
+                shown = job.shown if isinstance(job, FileJob) else str(job.given)
+                report_all([FileResult(path=shown, error=prepared)])
+                continue
+            assert isinstance(job, FileJob)
+            if not group.takes(job, prepared):
+                writer.submit(group)
+                group = FileGroup(job.workspace)
+            group.workspace = job.workspace
+            group.add(job, prepared)
+        if group.items:
+            writer.submit(group)
     if report.messages >= MAINTAIN_AFTER:
         # The one place a bulk load is followed by upkeep of what searches read.
         db.after_bulk_load(report.messages)

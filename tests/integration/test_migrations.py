@@ -56,6 +56,29 @@ def test_schema_from_migrations_equals_metadata(empty_dsn: str) -> None:
     assert diff == []
 
 
+def _options(dsn: str, table: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = to_regclass(%s)", (table,)
+        ).fetchone()
+    assert row is not None
+    return list(row[0])
+
+
+def test_table_options_follow_the_metadata(empty_dsn: str) -> None:
+    """Storage options the comparison above does not see: set by their revision, the
+    same as the metadata declares, and gone again when it is downgraded."""
+    migrate(empty_dsn)
+    for name, table in metadata.tables.items():
+        declared = table.dialect_options["postgresql"]["with"] or {}
+        assert sorted(_options(empty_dsn, name)) == sorted(
+            f"{k}={v}" for k, v in declared.items()
+        ), name
+    assert "fillfactor=70" in _options(empty_dsn, "vocabulary")
+    migrate(empty_dsn, "0006", downgrade=True)
+    assert _options(empty_dsn, "vocabulary") == []
+
+
 def test_every_key_leads_with_workspace(dsn: str) -> None:
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
