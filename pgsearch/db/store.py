@@ -166,6 +166,17 @@ def _json(value: dict[str, Any] | None) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} in a row set")
+
+
+def _rows(rows: Iterable[dict[str, Any]]) -> str:
+    """Rows as the one JSON parameter a ``json_to_recordset`` statement reads."""
+    return json.dumps(list(rows), ensure_ascii=False, separators=(",", ":"), default=_jsonable)
+
+
 def _file_record(row: Sequence[Any]) -> FileRecord:
     return FileRecord(row[0], int(row[1]), int(row[2]), row[3], row[4], row[5], row[6])
 
@@ -266,13 +277,18 @@ def _record_files(ws: str, records: Sequence[FileRecord]) -> Statement[Any]:
         q.RECORD_FILES,
         {
             "ws": ws,
-            "paths": [r.path for r in records],
-            "sizes": [r.size for r in records],
-            "lines": [r.lines for r in records],
-            "digests": [r.digest for r in records],
-            "parsers": [r.parser for r in records],
-            "heads": [r.head_digest for r in records],
-            "tails": [r.tail_digest for r in records],
+            "rows": _rows(
+                {
+                    "path": r.path,
+                    "size": r.size,
+                    "lines": r.lines,
+                    "digest": r.digest,
+                    "parser": r.parser,
+                    "head_digest": r.head_digest,
+                    "tail_digest": r.tail_digest,
+                }
+                for r in records
+            ),
         },
     )
 
@@ -326,7 +342,7 @@ def open_sessions(
         Statement(
             "ensure sessions",
             q.ENSURE_SESSIONS,
-            {"ws": ws, "ids": ids, "sources": [sources[i] for i in ids]},
+            {"ws": ws, "rows": _rows({"session_id": i, "source": sources[i]} for i in ids)},
         ),
         Statement("lock sessions", q.LOCK_SESSIONS, {"ws": ws, "ids": ids}, _session_state),
     ]
@@ -381,22 +397,7 @@ def insert_messages(
             Statement(
                 "insert messages",
                 q.INSERT_MESSAGES,
-                {
-                    "ws": ws,
-                    "session_id": [r.session_id for r in rows],
-                    "seq": [r.seq for r in rows],
-                    "entry_id": [r.entry_id for r in rows],
-                    "kind": [r.kind for r in rows],
-                    "role": [r.role for r in rows],
-                    "turn": [r.turn for r in rows],
-                    "tool_name": [r.tool_name for r in rows],
-                    "created_at": [r.created_at for r in rows],
-                    "content": [r.content for r in rows],
-                    "arguments": [r.arguments for r in rows],
-                    "extra": [_json(r.extra) for r in rows],
-                    "tsv": [r.tsvector for r in rows],
-                    "token_count": [r.token_count for r in rows],
-                },
+                {"ws": ws, "rows": _message_rows(rows)},
                 _key,
             )
         )
@@ -411,14 +412,39 @@ def insert_messages(
             ]
         )
     keys = set(inserted)
-    for r in rows:
-        if (r.session_id, r.seq) in keys:
-            deltas.n[r.kind] += 1
-            if r.token_count:
-                deltas.indexed[r.kind] += 1
-                deltas.length[r.kind] += r.token_count
-                deltas.df.update(r.terms)
+    _count_rows((r for r in rows if (r.session_id, r.seq) in keys), deltas)
     return keys
+
+
+def _message_rows(rows: Iterable[MessageRow]) -> str:
+    return _rows(
+        {
+            "session_id": r.session_id,
+            "seq": r.seq,
+            "entry_id": r.entry_id,
+            "kind": r.kind,
+            "role": r.role,
+            "turn": r.turn,
+            "tool_name": r.tool_name,
+            "created_at": r.created_at,
+            "content": r.content,
+            "arguments": r.arguments,
+            "extra": r.extra,
+            "tsv": r.tsvector,
+            "token_count": r.token_count,
+        }
+        for r in rows
+    )
+
+
+def _count_rows(rows: Iterable[MessageRow], deltas: Deltas) -> None:
+    """Count stored rows into the statistics and vocabulary deltas."""
+    for r in rows:
+        deltas.n[r.kind] += 1
+        if r.token_count:
+            deltas.indexed[r.kind] += 1
+            deltas.length[r.kind] += r.token_count
+            deltas.df.update(r.terms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,27 +471,26 @@ def _update_sessions(
             state.field_terms = fields.terms
             state.field_len = fields.length
         states.append((state, fields.tsvector or None))
-    return Statement(
-        "update sessions",
-        q.UPDATE_SESSIONS,
+    rows = (
         {
-            "ws": ws,
-            "ids": [s.session_id for s, _ in states],
-            "titles": [s.title for s, _ in states],
-            "summaries": [s.summary for s, _ in states],
-            "sources": [s.source for s, _ in states],
-            "created": [s.created_at for s, _ in states],
-            "updated": [s.updated_at for s, _ in states],
-            "counts": [s.message_count for s, _ in states],
-            "next_seqs": [s.next_seq for s, _ in states],
-            "turns": [s.last_turn for s, _ in states],
-            "tsvs": [tsv for _, tsv in states],
-            "field_lens": [s.field_len for s, _ in states],
-            "parents": [s.parent_session_id for s, _ in states],
-            "autos": [s.title_auto for s, _ in states],
-            "leaf_seqs": [s.title_leaf_seq for s, _ in states],
-        },
+            "session_id": s.session_id,
+            "title": s.title,
+            "summary": s.summary,
+            "source": s.source,
+            "created_at": s.created_at,
+            "updated_at": s.updated_at,
+            "message_count": s.message_count,
+            "next_seq": s.next_seq,
+            "last_turn": s.last_turn,
+            "tsv": tsv,
+            "field_len": s.field_len,
+            "parent_session_id": s.parent_session_id,
+            "title_auto": s.title_auto,
+            "title_leaf_seq": s.title_leaf_seq,
+        }
+        for s, tsv in states
     )
+    return Statement("update sessions", q.UPDATE_SESSIONS, {"ws": ws, "rows": _rows(rows)})
 
 
 def finish(
@@ -474,11 +499,22 @@ def finish(
     *,
     sessions: Sequence[tuple[SessionState, SessionFields]] = (),
     records: Sequence[FileRecord] = (),
+    appended: Sequence[MessageRow] = (),
 ) -> Work[None]:
     """The last step of a write: store the sessions it changed and the records of the
     files it read, fold `deltas` into vocabulary and statistics, and commit, in one
-    round trip."""
-    statements = [_update_sessions(ws, sessions, deltas)] if sessions else []
+    round trip. `appended` rows (an append's, whose seqs continue sessions this
+    transaction locked) are inserted in the same trip, and counted into `deltas`."""
+    statements: list[Statement[Any]] = []
+    if appended:
+        statements.append(
+            Statement(
+                "append messages", q.APPEND_MESSAGES, {"ws": ws, "rows": _message_rows(appended)}
+            )
+        )
+        _count_rows(appended, deltas)
+    if sessions:
+        statements.append(_update_sessions(ws, sessions, deltas))
     if records:
         statements.append(_record_files(ws, records))
     yield from execute(*statements, *_delta_statements(ws, deltas), final=True)
@@ -590,10 +626,10 @@ def _delta_statements(ws: str, deltas: Deltas) -> list[Statement[Any]]:
                 q.UPSERT_VOCABULARY,
                 {
                     "ws": ws,
-                    "terms": terms,
-                    "stems": [stem(t) for t in terms],
-                    "df": [deltas.df[t] for t in terms],
-                    "sf": [deltas.sf[t] for t in terms],
+                    "rows": _rows(
+                        {"term": t, "stem": stem(t), "df": deltas.df[t], "sf": deltas.sf[t]}
+                        for t in terms
+                    ),
                 },
             )
         )
@@ -610,10 +646,15 @@ def _delta_statements(ws: str, deltas: Deltas) -> list[Statement[Any]]:
                 q.UPSERT_STATS,
                 {
                     "ws": ws,
-                    "kinds": kinds,
-                    "n": [deltas.n[k] for k in kinds],
-                    "ni": [deltas.indexed[k] for k in kinds],
-                    "len": [deltas.length[k] for k in kinds],
+                    "rows": _rows(
+                        {
+                            "kind": k,
+                            "n": deltas.n[k],
+                            "ni": deltas.indexed[k],
+                            "len": deltas.length[k],
+                        }
+                        for k in kinds
+                    ),
                 },
             )
         )

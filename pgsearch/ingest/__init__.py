@@ -52,7 +52,7 @@ from pgsearch.ingest.files import (
 from pgsearch.ingest.prepare import Prepared, index_entries, prepare
 from pgsearch.ingest.report import FileResult, IngestReport
 from pgsearch.ingest.targets import FileJob, absolute, confine, file_job, find_jsonl
-from pgsearch.ingest.write import Part, WriteState, finish, write_entries, write_files
+from pgsearch.ingest.write import Part, WriteState, finish, write_append, write_files
 from pgsearch.messages import Entry, entry_from_object
 from pgsearch.settings import Settings
 from pgsearch.validate import check_stored_key, check_workspace
@@ -243,8 +243,7 @@ class Ingestor:
                 continuing=True,
                 assign_seq=True,
             )
-            yield from write_entries(tx, [part])
-            yield from finish(tx)
+            yield from write_append(tx, part)
             return len(part.inserted)
 
         return Unit(

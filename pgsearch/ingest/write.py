@@ -155,6 +155,19 @@ def write_entries(tx: WriteState, parts: Sequence[Part]) -> Work[None]:
         _count(tx, part, part_rows, inserted)
 
 
+def write_append(tx: WriteState, part: Part) -> Work[None]:
+    """An append (`Part.source` None, seqs assigned): its sessions opened and checked,
+    then its rows, the sessions and the statistics stored with ``COMMIT`` in one round
+    trip. Its seqs continue sessions this transaction locked, so every row is new."""
+    assert part.source is None and part.assign_seq
+    yield from _open_sessions(tx, [part])
+    _check_source(tx, part)
+    yield from _name_tool_results(tx, [part])
+    rows = _rows(tx, part)
+    _count(tx, part, rows, {(r.session_id, r.seq) for r in rows})
+    yield from finish(tx, appended=rows)
+
+
 def _drop_forgotten(tx: WriteState, part: Part) -> None:
     """A session the user forgot is not brought back by its file."""
     if part.source is None or tx.forgotten.isdisjoint(part.session_ids()):
@@ -324,16 +337,19 @@ def _count(
 # --- finishing: stage 7 --------------------------------------------------------------
 
 
-def finish(tx: WriteState) -> Work[None]:
-    """Store the sessions and file records of the transaction and fold its deltas into
-    vocabulary and statistics, with ``COMMIT`` (one round trip)."""
+def finish(tx: WriteState, *, appended: Sequence[MessageRow] = ()) -> Work[None]:
+    """Store the sessions and file records of the transaction (and the rows of an
+    append) and fold its deltas into vocabulary and statistics, with ``COMMIT`` (one
+    round trip)."""
     max_chars = tx.settings.max_indexed_chars
     sessions = []
     for sid in sorted(tx.changed):
         state = tx.states[sid]
         ix = index_session_fields(state.title, state.summary, max_chars=max_chars)
         sessions.append((state, SessionFields(ix.tsvector, ix.terms, ix.length)))
-    yield from store.finish(tx.ws, tx.deltas, sessions=sessions, records=tx.records)
+    yield from store.finish(
+        tx.ws, tx.deltas, sessions=sessions, records=tx.records, appended=appended
+    )
 
 
 # --- files: stages 1, 2 and 6 --------------------------------------------------------

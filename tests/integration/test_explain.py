@@ -320,6 +320,10 @@ def _scanned(plan: Any) -> set[str]:
     return found
 
 
+def _rows(rows: Any) -> str:
+    return json.dumps(list(rows))
+
+
 def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
     """Statements of the ingest write path beyond inserting: taking files, opening and
     storing sessions, recording files, naming appended tool results after their call,
@@ -331,38 +335,52 @@ def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
     now = datetime(2026, 1, 1, tzinfo=UTC)
     return {
         "lock file": (q.LOCK_FILE, {"ws": ws, "paths": ["/logs/a.jsonl", "/logs/b.jsonl"]}),
-        "ensure sessions": (q.ENSURE_SESSIONS, {"ws": ws, "ids": ids, "sources": [None, "/x"]}),
+        "ensure sessions": (
+            q.ENSURE_SESSIONS,
+            {"ws": ws, "rows": _rows({"session_id": i, "source": "/x"} for i in ids)},
+        ),
         "update sessions": (
             q.UPDATE_SESSIONS,
             {
                 "ws": ws,
-                "ids": ids,
-                "titles": ["t", None],
-                "summaries": [None, None],
-                "sources": [None, "/x"],
-                "created": [now, now],
-                "updated": [now, now],
-                "counts": [1, 2],
-                "next_seqs": [1, 2],
-                "turns": [1, 1],
-                "tsvs": ["'t':1A", None],
-                "field_lens": [1, 0],
-                "parents": [None, None],
-                "autos": [False, False],
-                "leaf_seqs": [None, None],
+                "rows": _rows(
+                    {
+                        "session_id": i,
+                        "title": "t",
+                        "summary": None,
+                        "source": "/x",
+                        "created_at": now.isoformat(),
+                        "updated_at": now.isoformat(),
+                        "message_count": 1,
+                        "next_seq": 1,
+                        "last_turn": 1,
+                        "tsv": "'t':1A",
+                        "field_len": 1,
+                        "parent_session_id": None,
+                        "title_auto": False,
+                        "title_leaf_seq": None,
+                    }
+                    for i in ids
+                ),
             },
         ),
         "record files": (
             q.RECORD_FILES,
             {
                 "ws": ws,
-                "paths": ["/logs/a.jsonl"],
-                "sizes": [10],
-                "lines": [1],
-                "digests": ["0" * 64],
-                "parsers": ["openai/1"],
-                "heads": ["0" * 64],
-                "tails": ["0" * 64],
+                "rows": _rows(
+                    [
+                        {
+                            "path": "/logs/a.jsonl",
+                            "size": 10,
+                            "lines": 1,
+                            "digest": "0" * 64,
+                            "parser": "openai/1",
+                            "head_digest": "0" * 64,
+                            "tail_digest": "0" * 64,
+                        }
+                    ]
+                ),
             },
         ),
         "tool call names": (
