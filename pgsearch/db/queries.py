@@ -16,8 +16,9 @@ from pgsearch.policy import TOOL_NAME_SEPARATOR
 
 # --- ingest -------------------------------------------------------------------------
 
-# Sets of rows travel as one JSON parameter (`json_to_recordset`): encoding a list of
-# rows as JSON costs the client a tenth of what binding one array a column does.
+# Sets of rows travel as one JSON parameter holding an array a column (read with
+# `json_to_record` and `unnest`): encoding it costs the client a fraction of what
+# binding each column as an array parameter does, and a third of a list of objects.
 
 # Writers of one file take turns. A file not recorded yet has no row to lock, and two
 # transactions reading it at once would both append an agent log's entries (their
@@ -46,9 +47,11 @@ RECORD_FILES = """
 INSERT INTO ingested_files
     (workspace_id, path, size, lines, digest, parser, head_digest, tail_digest, updated_at)
 SELECT %(ws)s, u.path, u.size, u.lines, u.digest, u.parser, u.head_digest, u.tail_digest, now()
-FROM json_to_recordset(%(rows)s::json)
-     AS u(path text, size bigint, lines int, digest text, parser text, head_digest text,
-          tail_digest text)
+FROM json_to_record(%(rows)s::json)
+     AS r(path text[], size bigint[], lines int[], digest text[], parser text[],
+          head_digest text[], tail_digest text[]),
+     unnest(r.path, r.size, r.lines, r.digest, r.parser, r.head_digest, r.tail_digest)
+     AS u(path, size, lines, digest, parser, head_digest, tail_digest)
 ORDER BY u.path COLLATE "C"
 ON CONFLICT (workspace_id, path) DO UPDATE
 SET size = EXCLUDED.size, lines = EXCLUDED.lines, digest = EXCLUDED.digest,
@@ -60,7 +63,8 @@ SET size = EXCLUDED.size, lines = EXCLUDED.lines, digest = EXCLUDED.digest,
 ENSURE_SESSIONS = """
 INSERT INTO sessions (workspace_id, session_id, source)
 SELECT %(ws)s, u.session_id, u.source
-FROM json_to_recordset(%(rows)s::json) AS u(session_id text, source text)
+FROM json_to_record(%(rows)s::json) AS r(session_id text[], source text[]),
+     unnest(r.session_id, r.source) AS u(session_id, source)
 ORDER BY u.session_id
 ON CONFLICT (workspace_id, session_id) DO NOTHING
 """
@@ -80,10 +84,14 @@ INSERT INTO messages (workspace_id, session_id, seq, entry_id, kind, role, turn,
                       created_at, content, arguments, extra, tsv, token_count)
 SELECT %(ws)s, u.session_id, u.seq, u.entry_id, u.kind, u.role, u.turn, u.tool_name,
        u.created_at, u.content, u.arguments, u.extra, u.tsv::tsvector, u.token_count
-FROM json_to_recordset(%(rows)s::json)
-     AS u(session_id text, seq int, entry_id text, kind text, role text, turn int,
-          tool_name text, created_at timestamptz, content text, arguments text, extra jsonb,
-          tsv text, token_count int)
+FROM json_to_record(%(rows)s::json)
+     AS r(session_id text[], seq int[], entry_id text[], kind text[], role text[], turn int[],
+          tool_name text[], created_at timestamptz[], content text[], arguments text[],
+          extra jsonb[], tsv text[], token_count int[]),
+     unnest(r.session_id, r.seq, r.entry_id, r.kind, r.role, r.turn, r.tool_name, r.created_at,
+            r.content, r.arguments, r.extra, r.tsv, r.token_count)
+     AS u(session_id, seq, entry_id, kind, role, turn, tool_name, created_at, content,
+          arguments, extra, tsv, token_count)
 ON CONFLICT (workspace_id, session_id, seq) DO NOTHING
 RETURNING session_id, seq
 """
@@ -96,10 +104,14 @@ INSERT INTO messages (workspace_id, session_id, seq, entry_id, kind, role, turn,
                       created_at, content, arguments, extra, tsv, token_count)
 SELECT %(ws)s, u.session_id, u.seq, u.entry_id, u.kind, u.role, u.turn, u.tool_name,
        u.created_at, u.content, u.arguments, u.extra, u.tsv::tsvector, u.token_count
-FROM json_to_recordset(%(rows)s::json)
-     AS u(session_id text, seq int, entry_id text, kind text, role text, turn int,
-          tool_name text, created_at timestamptz, content text, arguments text, extra jsonb,
-          tsv text, token_count int)
+FROM json_to_record(%(rows)s::json)
+     AS r(session_id text[], seq int[], entry_id text[], kind text[], role text[], turn int[],
+          tool_name text[], created_at timestamptz[], content text[], arguments text[],
+          extra jsonb[], tsv text[], token_count int[]),
+     unnest(r.session_id, r.seq, r.entry_id, r.kind, r.role, r.turn, r.tool_name, r.created_at,
+            r.content, r.arguments, r.extra, r.tsv, r.token_count)
+     AS u(session_id, seq, entry_id, kind, role, turn, tool_name, created_at, content,
+          arguments, extra, tsv, token_count)
 """
 
 # A session-local staging table for COPY; emptied at every commit.
@@ -132,7 +144,8 @@ RETURNING session_id, seq
 UPSERT_VOCABULARY = """
 INSERT INTO vocabulary AS v (workspace_id, term, stem, df, sf)
 SELECT %(ws)s, u.term, u.stem, u.df, u.sf
-FROM json_to_recordset(%(rows)s::json) AS u(term text, stem text, df int, sf int)
+FROM json_to_record(%(rows)s::json) AS r(term text[], stem text[], df int[], sf int[]),
+     unnest(r.term, r.stem, r.df, r.sf) AS u(term, stem, df, sf)
 ORDER BY u.term COLLATE "C"
 ON CONFLICT (workspace_id, term) DO UPDATE
 SET df = v.df + EXCLUDED.df, sf = v.sf + EXCLUDED.sf
@@ -146,7 +159,8 @@ WHERE workspace_id = %(ws)s AND term = ANY(%(terms)s::text[]) AND df <= 0 AND sf
 UPSERT_STATS = """
 INSERT INTO workspace_stats AS s (workspace_id, kind, n_messages, n_indexed, total_len)
 SELECT %(ws)s, u.kind, u.n, u.ni, u.len
-FROM json_to_recordset(%(rows)s::json) AS u(kind text, n bigint, ni bigint, len bigint)
+FROM json_to_record(%(rows)s::json) AS r(kind text[], n bigint[], ni bigint[], len bigint[]),
+     unnest(r.kind, r.n, r.ni, r.len) AS u(kind, n, ni, len)
 ORDER BY u.kind
 ON CONFLICT (workspace_id, kind) DO UPDATE
 SET n_messages = s.n_messages + EXCLUDED.n_messages,
@@ -162,10 +176,16 @@ SET title = u.title, summary = u.summary, source = u.source, created_at = u.crea
     last_turn = u.last_turn, tsv = u.tsv::tsvector, field_len = u.field_len,
     parent_session_id = u.parent_session_id, title_auto = u.title_auto,
     title_leaf_seq = u.title_leaf_seq
-FROM json_to_recordset(%(rows)s::json)
-     AS u(session_id text, title text, summary text, source text, created_at timestamptz,
-          updated_at timestamptz, message_count int, next_seq int, last_turn int, tsv text,
-          field_len int, parent_session_id text, title_auto boolean, title_leaf_seq int)
+FROM json_to_record(%(rows)s::json)
+     AS r(session_id text[], title text[], summary text[], source text[],
+          created_at timestamptz[], updated_at timestamptz[], message_count int[],
+          next_seq int[], last_turn int[], tsv text[], field_len int[],
+          parent_session_id text[], title_auto boolean[], title_leaf_seq int[]),
+     unnest(r.session_id, r.title, r.summary, r.source, r.created_at, r.updated_at,
+            r.message_count, r.next_seq, r.last_turn, r.tsv, r.field_len, r.parent_session_id,
+            r.title_auto, r.title_leaf_seq)
+     AS u(session_id, title, summary, source, created_at, updated_at, message_count,
+          next_seq, last_turn, tsv, field_len, parent_session_id, title_auto, title_leaf_seq)
 WHERE s.workspace_id = %(ws)s AND s.session_id = u.session_id
 """
 

@@ -172,9 +172,9 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} in a row set")
 
 
-def _rows(rows: Iterable[dict[str, Any]]) -> str:
-    """Rows as the one JSON parameter a ``json_to_recordset`` statement reads."""
-    return json.dumps(list(rows), ensure_ascii=False, separators=(",", ":"), default=_jsonable)
+def _columns(**columns: Sequence[Any]) -> str:
+    """Rows as the one JSON parameter their statement reads: a list a column."""
+    return json.dumps(columns, ensure_ascii=False, separators=(",", ":"), default=_jsonable)
 
 
 def _file_record(row: Sequence[Any]) -> FileRecord:
@@ -277,17 +277,14 @@ def _record_files(ws: str, records: Sequence[FileRecord]) -> Statement[Any]:
         q.RECORD_FILES,
         {
             "ws": ws,
-            "rows": _rows(
-                {
-                    "path": r.path,
-                    "size": r.size,
-                    "lines": r.lines,
-                    "digest": r.digest,
-                    "parser": r.parser,
-                    "head_digest": r.head_digest,
-                    "tail_digest": r.tail_digest,
-                }
-                for r in records
+            "rows": _columns(
+                path=[r.path for r in records],
+                size=[r.size for r in records],
+                lines=[r.lines for r in records],
+                digest=[r.digest for r in records],
+                parser=[r.parser for r in records],
+                head_digest=[r.head_digest for r in records],
+                tail_digest=[r.tail_digest for r in records],
             ),
         },
     )
@@ -342,7 +339,7 @@ def open_sessions(
         Statement(
             "ensure sessions",
             q.ENSURE_SESSIONS,
-            {"ws": ws, "rows": _rows({"session_id": i, "source": sources[i]} for i in ids)},
+            {"ws": ws, "rows": _columns(session_id=ids, source=[sources[i] for i in ids])},
         ),
         Statement("lock sessions", q.LOCK_SESSIONS, {"ws": ws, "ids": ids}, _session_state),
     ]
@@ -416,24 +413,21 @@ def insert_messages(
     return keys
 
 
-def _message_rows(rows: Iterable[MessageRow]) -> str:
-    return _rows(
-        {
-            "session_id": r.session_id,
-            "seq": r.seq,
-            "entry_id": r.entry_id,
-            "kind": r.kind,
-            "role": r.role,
-            "turn": r.turn,
-            "tool_name": r.tool_name,
-            "created_at": r.created_at,
-            "content": r.content,
-            "arguments": r.arguments,
-            "extra": r.extra,
-            "tsv": r.tsvector,
-            "token_count": r.token_count,
-        }
-        for r in rows
+def _message_rows(rows: Sequence[MessageRow]) -> str:
+    return _columns(
+        session_id=[r.session_id for r in rows],
+        seq=[r.seq for r in rows],
+        entry_id=[r.entry_id for r in rows],
+        kind=[r.kind for r in rows],
+        role=[r.role for r in rows],
+        turn=[r.turn for r in rows],
+        tool_name=[r.tool_name for r in rows],
+        created_at=[r.created_at for r in rows],
+        content=[r.content for r in rows],
+        arguments=[r.arguments for r in rows],
+        extra=[r.extra for r in rows],
+        tsv=[r.tsvector for r in rows],
+        token_count=[r.token_count for r in rows],
     )
 
 
@@ -471,26 +465,23 @@ def _update_sessions(
             state.field_terms = fields.terms
             state.field_len = fields.length
         states.append((state, fields.tsvector or None))
-    rows = (
-        {
-            "session_id": s.session_id,
-            "title": s.title,
-            "summary": s.summary,
-            "source": s.source,
-            "created_at": s.created_at,
-            "updated_at": s.updated_at,
-            "message_count": s.message_count,
-            "next_seq": s.next_seq,
-            "last_turn": s.last_turn,
-            "tsv": tsv,
-            "field_len": s.field_len,
-            "parent_session_id": s.parent_session_id,
-            "title_auto": s.title_auto,
-            "title_leaf_seq": s.title_leaf_seq,
-        }
-        for s, tsv in states
+    rows = _columns(
+        session_id=[s.session_id for s, _ in states],
+        title=[s.title for s, _ in states],
+        summary=[s.summary for s, _ in states],
+        source=[s.source for s, _ in states],
+        created_at=[s.created_at for s, _ in states],
+        updated_at=[s.updated_at for s, _ in states],
+        message_count=[s.message_count for s, _ in states],
+        next_seq=[s.next_seq for s, _ in states],
+        last_turn=[s.last_turn for s, _ in states],
+        tsv=[tsv for _, tsv in states],
+        field_len=[s.field_len for s, _ in states],
+        parent_session_id=[s.parent_session_id for s, _ in states],
+        title_auto=[s.title_auto for s, _ in states],
+        title_leaf_seq=[s.title_leaf_seq for s, _ in states],
     )
-    return Statement("update sessions", q.UPDATE_SESSIONS, {"ws": ws, "rows": _rows(rows)})
+    return Statement("update sessions", q.UPDATE_SESSIONS, {"ws": ws, "rows": rows})
 
 
 def finish(
@@ -626,9 +617,11 @@ def _delta_statements(ws: str, deltas: Deltas) -> list[Statement[Any]]:
                 q.UPSERT_VOCABULARY,
                 {
                     "ws": ws,
-                    "rows": _rows(
-                        {"term": t, "stem": stem(t), "df": deltas.df[t], "sf": deltas.sf[t]}
-                        for t in terms
+                    "rows": _columns(
+                        term=terms,
+                        stem=[stem(t) for t in terms],
+                        df=[deltas.df[t] for t in terms],
+                        sf=[deltas.sf[t] for t in terms],
                     ),
                 },
             )
@@ -646,14 +639,11 @@ def _delta_statements(ws: str, deltas: Deltas) -> list[Statement[Any]]:
                 q.UPSERT_STATS,
                 {
                     "ws": ws,
-                    "rows": _rows(
-                        {
-                            "kind": k,
-                            "n": deltas.n[k],
-                            "ni": deltas.indexed[k],
-                            "len": deltas.length[k],
-                        }
-                        for k in kinds
+                    "rows": _columns(
+                        kind=kinds,
+                        n=[deltas.n[k] for k in kinds],
+                        ni=[deltas.indexed[k] for k in kinds],
+                        len=[deltas.length[k] for k in kinds],
                     ),
                 },
             )

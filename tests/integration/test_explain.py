@@ -320,10 +320,6 @@ def _scanned(plan: Any) -> set[str]:
     return found
 
 
-def _rows(rows: Any) -> str:
-    return json.dumps(list(rows))
-
-
 def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
     """Statements of the ingest write path beyond inserting: taking files, opening and
     storing sessions, recording files, naming appended tool results after their call,
@@ -337,30 +333,29 @@ def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
         "lock file": (q.LOCK_FILE, {"ws": ws, "paths": ["/logs/a.jsonl", "/logs/b.jsonl"]}),
         "ensure sessions": (
             q.ENSURE_SESSIONS,
-            {"ws": ws, "rows": _rows({"session_id": i, "source": "/x"} for i in ids)},
+            {"ws": ws, "rows": json.dumps({"session_id": ids, "source": ["/x", None]})},
         ),
         "update sessions": (
             q.UPDATE_SESSIONS,
             {
                 "ws": ws,
-                "rows": _rows(
+                "rows": json.dumps(
                     {
-                        "session_id": i,
-                        "title": "t",
-                        "summary": None,
-                        "source": "/x",
-                        "created_at": now.isoformat(),
-                        "updated_at": now.isoformat(),
-                        "message_count": 1,
-                        "next_seq": 1,
-                        "last_turn": 1,
-                        "tsv": "'t':1A",
-                        "field_len": 1,
-                        "parent_session_id": None,
-                        "title_auto": False,
-                        "title_leaf_seq": None,
+                        "session_id": ids,
+                        "title": ["t", None],
+                        "summary": [None, None],
+                        "source": ["/x", None],
+                        "created_at": [now.isoformat(), now.isoformat()],
+                        "updated_at": [now.isoformat(), now.isoformat()],
+                        "message_count": [1, 2],
+                        "next_seq": [1, 2],
+                        "last_turn": [1, 1],
+                        "tsv": ["'t':1A", None],
+                        "field_len": [1, 0],
+                        "parent_session_id": [None, None],
+                        "title_auto": [False, False],
+                        "title_leaf_seq": [None, None],
                     }
-                    for i in ids
                 ),
             },
         ),
@@ -368,18 +363,16 @@ def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
             q.RECORD_FILES,
             {
                 "ws": ws,
-                "rows": _rows(
-                    [
-                        {
-                            "path": "/logs/a.jsonl",
-                            "size": 10,
-                            "lines": 1,
-                            "digest": "0" * 64,
-                            "parser": "openai/1",
-                            "head_digest": "0" * 64,
-                            "tail_digest": "0" * 64,
-                        }
-                    ]
+                "rows": json.dumps(
+                    {
+                        "path": ["/logs/a.jsonl"],
+                        "size": [10],
+                        "lines": [1],
+                        "digest": ["0" * 64],
+                        "parser": ["openai/1"],
+                        "head_digest": ["0" * 64],
+                        "tail_digest": ["0" * 64],
+                    }
                 ),
             },
         ),
