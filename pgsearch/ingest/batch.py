@@ -42,8 +42,12 @@ GROUP_ENTRIES = 5000
 MAINTAIN_AFTER = 5000
 #: Files prepared ahead of the writer.
 PREPARE_AHEAD = 8
-#: Groups waiting for the writer while it writes one.
-WRITE_AHEAD = 1
+#: Groups written at once, each in a transaction on a connection of its own: while one
+#: group's vocabulary and statistics are folded and committed, the next group's
+#: messages are inserted. Their writes touch disjoint files and sessions (a session
+#: two groups name waits for the first to commit), vocabulary rows are locked in term
+#: order by both, and a deadlock is retried by the driver.
+WRITERS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,10 +191,12 @@ def write_group(
 
 
 class Writer:
-    """Writes groups in a thread of its own, one transaction after the other, while
-    the caller goes on preparing and grouping the next files: the server's work on
-    one group overlaps the Python work on the next. At most `WRITE_AHEAD` groups wait;
-    results are reported in order, from the caller's thread."""
+    """Writes groups in threads of their own (`WRITERS` at once) while the caller goes
+    on preparing and grouping the next files. At most `WRITERS` groups are in hand;
+    results are reported in file order, from the caller's thread. A group naming a
+    session or a file of a group still being written starts once that one ended, so
+    that of two files naming one session the first in order always wins, as one
+    after the other."""
 
     def __init__(
         self, db: Store, settings: Settings, report: Callable[[list[FileResult]], None]
@@ -198,17 +204,24 @@ class Writer:
         self._db = db
         self._settings = settings
         self._report = report
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgsearch-write")
-        self._pending: deque[Future[list[FileResult]]] = deque()
+        # Never more writers than the pool has connections.
+        self._writers = max(1, min(WRITERS, settings.pool_max))
+        self._pool = ThreadPoolExecutor(self._writers, thread_name_prefix="pgsearch-write")
+        self._pending: deque[tuple[FileGroup, Future[list[FileResult]]]] = deque()
 
     def submit(self, group: FileGroup) -> None:
         """Write `group` after those submitted before it."""
+        while any(_overlap(group, earlier) for earlier, _ in self._pending):
+            self._report_first()
         work = partial(write_group, group.workspace, group.items, self._settings)
-        self._pending.append(
-            self._pool.submit(self._db.write, work, group.workspace, context="ingesting files")
-        )
-        while len(self._pending) > WRITE_AHEAD:
-            self._report(self._pending.popleft().result())
+        future = self._pool.submit(self._db.write, work, group.workspace, context="ingesting files")
+        self._pending.append((group, future))
+        while len(self._pending) > self._writers:
+            self._report_first()
+
+    def _report_first(self) -> None:
+        _, future = self._pending.popleft()
+        self._report(future.result())
 
     def __enter__(self) -> Writer:
         return self
@@ -216,10 +229,16 @@ class Writer:
     def __exit__(self, kind: object, error: object, trace: object) -> None:
         try:
             while self._pending and error is None:
-                self._report(self._pending.popleft().result())
+                self._report_first()
         finally:
             # On an error nothing queued is started; the group being written ends.
             self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _overlap(group: FileGroup, other: FileGroup) -> bool:
+    return group.workspace == other.workspace and not (
+        group.sessions.isdisjoint(other.sessions) and group.paths.isdisjoint(other.paths)
+    )
 
 
 def ingest_paths(
