@@ -692,10 +692,10 @@ def session_tools(provider: ScopedProvider | None, *, probe: bool = True) -> lis
     """The session tools bound to `provider`, or none when it cannot serve.
 
     With `probe`, one cheap browse checks that the database answers and has the
-    schema; a provider that fails it (or ``None``) yields an empty list rather than
-    tools that could only answer errors.
+    schema; a provider that fails it (or ``None``, or one whose store was closed)
+    yields an empty list rather than tools that could only answer errors.
     """
-    if provider is None:
+    if provider is None or getattr(provider, "closed", False):
         return []
     if probe:
         try:
