@@ -118,7 +118,7 @@ class AsyncPgSearch:
         thread, against its record as last stored; the write is one transaction on
         this object's pool (which reads the file again only if another writer changed
         its record in between)."""
-        ws, given, real, pin = await asyncio.to_thread(
+        job = await asyncio.to_thread(
             partial(
                 self._ingestor.locate,
                 path,
@@ -126,27 +126,19 @@ class AsyncPgSearch:
                 roots=_roots(roots),
                 format=format,
                 workspace_from_cwd=workspace_from_cwd,
+                session_id=session_id,
+                include_forgotten=include_forgotten,
             )
         )
         records = await self._driver.run(
             Unit(
-                work=partial(store.file_records, ws, [str(real)]),
-                workspace=ws,
+                work=partial(store.file_records, job.workspace, [job.source]),
+                workspace=job.workspace,
                 write=False,
                 context="reading file records",
             )
         )
-        unit = await asyncio.to_thread(
-            self._ingestor.prepared_file,
-            ws,
-            given,
-            real,
-            records.get(str(real)),
-            session_id,
-            format,
-            include_forgotten,
-            pin,
-        )
+        unit = await asyncio.to_thread(self._ingestor.prepared_file, job, records.get(job.source))
         return await self._driver.run(unit)
 
     async def forget(self, *, workspace: str, session_id: str | None = None) -> int:

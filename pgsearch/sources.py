@@ -5,8 +5,9 @@ Directories are searched for the files of every format pgsearch reads:
 - ``*.jsonl`` (pgsearch's format and the agents' session logs), except Kimi CLI's
   ``context.jsonl`` beside a session's ``wire.jsonl``;
 - Aider chat histories ``.aider.chat.history.md``; Amp threads ``threads/T-*.json``;
-  the SQLite stores of Crush (``crush.db``) and Cursor (``state.vscdb``), read as
-  documents (`pgsearch.agent_stores`);
+  VS Code chat sessions ``chatSessions/*.json``; the SQLite stores of Crush
+  (``crush.db``) and Cursor (``state.vscdb``), read as documents
+  (`pgsearch.agent_stores`);
   Cline and Roo Code tasks ``tasks/<id>/ui_messages.json`` (read with the task's
   ``history_item.json``);
 - Gemini CLI session documents ``chats/session-*.json`` and saved chats
@@ -162,6 +163,8 @@ def _is_session_document(path: Path) -> bool:
         return True
     if name.startswith("T-") and name.endswith(".json") and path.parent.name == "threads":
         return True  # an Amp thread
+    if name.endswith(".json") and path.parent.name in ("chatSessions", "emptyWindowChatSessions"):
+        return True  # a VS Code chat session
     if name.startswith(("checkpoint-", "ses_")) and name.endswith(".json"):
         return True  # a Gemini CLI saved chat; an OpenCode session or its export
     if name.startswith("session-") and name.endswith(".json") and path.parent.name == "chats":

@@ -32,7 +32,9 @@ def build_store(sql: Path, target: Path) -> Path:
 for _sql in sorted(FIXTURES.rglob("*.sql")):
     build_store(_sql, STORES / _sql.relative_to(FIXTURES).with_suffix(""))
 #: Formats whose files are documents rewritten whole (not logs that grow).
-DOCUMENT_FORMATS = frozenset({"cline", "roo-code", "amp", "crush", "cursor-store"})
+DOCUMENT_FORMATS = frozenset(
+    {"cline", "roo-code", "amp", "crush", "cursor-store", "vscode-copilot"}
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +99,18 @@ CURSOR_SID = "7d2e9c41-8b35-4f06-a1d7-3c9e5b0f2a84"
 AMP_THREAD = "T-3e1c9a57-0b2d-4f86-9c14-7a5e2d8b6f10"
 CRUSH_SID = "8c0f3e2a-5d71-4b96-a2e4-1f9d7c6b3a05"
 CRUSH_PROJECT = STORES / "crush" / "home" / "dev" / "projects" / "ferryman"
+CURSOR_CHAT = "4f1a7c2e-9b30-4d58-8e61-2c7b5a9d0f13"
+VSCODE_SESSION = "0c9e4b71-3d2a-4f85-b6e0-7a1d2c9f4e38"
+VSCODE_CHATS = (
+    FIXTURES
+    / "vscode-copilot"
+    / ".config"
+    / "Code"
+    / "User"
+    / "workspaceStorage"
+    / "5f2b8e0c41d9a7631e4b2c8f9a0d7e65"
+    / "chatSessions"
+)
 KIMI_SID = "0e8d4c7a-5b21-4f36-9a0c-d18e7b64f2a3"
 KIMI_CODE_SID = "41c7e0b2-6d8a-4f19-b3e5-02a9c8d7f614"
 KIMI_CODE_AGENTS = (
@@ -290,5 +304,29 @@ CASES = (
         child_session="call_sub_7QmT",
         child_word="arrive after midnight",
         cwd=str(CRUSH_PROJECT),
+    ),
+    Case(
+        format="cursor-store",
+        path=STORES
+        / "cursor-store"
+        / ".config"
+        / "Cursor"
+        / "User"
+        / "globalStorage"
+        / "state.vscdb",
+        session_id=CURSOR_CHAT,
+        user_word="minimap flicker",
+        error_words="redraws at most once per frame",
+        error_tool="run_terminal_cmd",
+        title="Minimap flicker on fast scroll",
+    ),
+    Case(
+        format="vscode-copilot",
+        path=VSCODE_CHATS / f"{VSCODE_SESSION}.jsonl",
+        session_id=VSCODE_SESSION,
+        user_word="tide almanac",
+        error_words="test_hobart_june_moonrise",
+        error_tool="run_in_terminal",
+        title="Hobart moonrise off by an hour",
     ),
 )

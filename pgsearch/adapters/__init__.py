@@ -2,14 +2,15 @@
 
 ``openai`` is pgsearch's own JSON Lines format (`pgsearch.messages`), one message
 per line with ``seq`` = line number, read under the strict line policy. The
-agent-log formats (``claude-code``, ``codex``, ``gemini``, ``opencode``) can turn
-one line into several entries (one per content block) or none (bookkeeping
-lines), so their entries get consecutive ``seq`` numbers per session in file
-order instead, a file that grows continues where the session stopped, and their
-lines are read under the lenient line policy (`pgsearch.adapters.common`).
+agent-log formats (every other one) can turn one line into several entries (one
+per content block) or none (bookkeeping lines), so their entries get consecutive
+``seq`` numbers per session in file order instead, a file that grows continues
+where the session stopped, and their lines are read under the lenient line policy
+(`pgsearch.adapters.common`).
 
 Line formats are read on from where the last pass stopped; document formats (a
-Gemini CLI session document or saved chat, an OpenCode session) are read whole
+Gemini CLI session document or saved chat, an OpenCode session, a Cline task, an
+Amp thread, a VS Code chat session, an agent's SQLite store) are read whole
 whenever they change.
 
 Every adapter is pure: it gets the file's bytes and the offset where the unread
@@ -71,6 +72,8 @@ ROO_CODE = "roo-code"
 CURSOR = "cursor"
 AMP = "amp"
 CRUSH = "crush"
+CURSOR_STORE = "cursor-store"
+VSCODE_COPILOT = "vscode-copilot"
 
 #: Every format pgsearch reads, in the order `FORMAT_CHOICES` lists them. A new format
 #: is a module exporting its `Adapter` (``ADAPTER``), one line here and, when it
@@ -95,6 +98,8 @@ REGISTRY: tuple[Format, ...] = (
     Format(name=CURSOR, module="pgsearch.adapters.cursor"),
     Format(name=AMP, module="pgsearch.adapters.amp"),
     Format(name=CRUSH, module="pgsearch.adapters.crush"),
+    Format(name=CURSOR_STORE, module="pgsearch.adapters.cursor_store"),
+    Format(name=VSCODE_COPILOT, module="pgsearch.adapters.vscode_copilot"),
 )
 
 #: Line formats in the order their tests (`Adapter.looks_like_line`) run on a decoded
@@ -116,6 +121,8 @@ LINE_DETECTION = (
     CURSOR,
     AMP,
     CRUSH,
+    CURSOR_STORE,
+    VSCODE_COPILOT,
 )
 
 FORMATS = tuple(f.name for f in REGISTRY)
@@ -363,6 +370,7 @@ __all__ = [
     "COPILOT_CLI",
     "CRUSH",
     "CURSOR",
+    "CURSOR_STORE",
     "DROID",
     "FORMATS",
     "FORMAT_CHOICES",
@@ -376,6 +384,7 @@ __all__ = [
     "QWEN",
     "REGISTRY",
     "ROO_CODE",
+    "VSCODE_COPILOT",
     "Adapter",
     "FileHeader",
     "Format",

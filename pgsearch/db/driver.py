@@ -28,9 +28,8 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, LiteralString, TypeVar
 
@@ -58,7 +57,7 @@ from pgsearch.db.routing import (
     PrimaryRouter,
     Router,
 )
-from pgsearch.db.work import ProtocolError, Results, Statement, Step, Unit, Work, explain_of
+from pgsearch.db.work import ProtocolError, Results, Statement, Step, Unit, explain_of
 from pgsearch.errors import (
     ConfigError,
     OutcomeUnknown,
@@ -648,24 +647,6 @@ class _Run:
         return self._next(step)
 
 
-#: The transaction an imperative caller has open in this thread or task (`Tx`).
-_current_tx: ContextVar[Tx | None] = ContextVar("pgsearch_tx", default=None)
-
-
-@dataclass(slots=True)
-class _Attempts:
-    """What the attempts of one `Driver.retrying` block learnt about the nodes."""
-
-    #: Nodes that failed (or were rejected) earlier in the block: not chosen again.
-    excluded: set[str] = field(default_factory=set)
-    #: The last attempt failed because its node did, not the work: try elsewhere.
-    node_failed: bool = False
-
-
-#: The `Driver.retrying` block running in this thread or task, if any.
-_attempts: ContextVar[_Attempts | None] = ContextVar("pgsearch_attempts", default=None)
-
-
 class Driver(_Core):
     """Runs units on a `ConnectionPool` per node; shared by every thread of a process."""
 
@@ -888,134 +869,6 @@ class Driver(_Core):
             except psycopg.Error as exc:  # the connection is then discarded by the pool
                 log.debug("rollback failed: %s", exc)
 
-    # --- imperative transactions (callers not yet written as work) ------------------
-
-    def retrying(self, work: Callable[[], T], *, attempts: int = RETRY_ATTEMPTS) -> T:
-        """Run `work`, which opens its own transactions, again when that is safe.
-
-        Same policy as `run`, nodes that failed included: a node that failed an
-        attempt is not chosen again within the block. Inside an open transaction
-        nothing is retried: a retry would repeat only part of that transaction's work.
-        """
-        if _current_tx.get() is not None or _attempts.get() is not None:
-            return work()  # the enclosing transaction or block decides
-        state = _Attempts()
-        token = _attempts.set(state)
-        try:
-            for attempt in range(1, attempts + 1):
-                state.node_failed = False
-                try:
-                    return work()
-                except PgSearchError as exc:
-                    if attempt == attempts or not (retriable(exc) or state.node_failed):
-                        raise
-                    log.info("retrying after %s (attempt %d of %d)", exc, attempt, attempts)
-                    time.sleep(_backoff(attempt))
-            raise AssertionError("unreachable")
-        finally:
-            _attempts.reset(token)
-
-    @contextmanager
-    def transaction(
-        self,
-        workspace: str | None,
-        *,
-        write: bool,
-        search: bool = False,
-        context: str = "",
-    ) -> Iterator[Tx]:
-        """One transaction on one pooled connection, for code that runs work piecemeal.
-
-        The node is chosen as for `run`: when the router asks for a probe, ``BEGIN``,
-        the settings and the probe go first, in one round trip, and a node the router
-        rejects (or that fails then) is passed over before the block runs. Committed
-        when the block ends, rolled back when it raises. Not retried here: wrap the
-        whole block in `retrying`.
-        """
-        unit: Unit[None] = Unit(
-            work=_nothing, workspace=workspace, write=write, search=search, context=context
-        )
-        attempts = _attempts.get() or _Attempts()
-        excluded = attempts.excluded
-        rec = _Recorder(context, write, workspace, keep=bool(self._captures))
-        pool, conn, node, tx = self._open(unit, rec, excluded)
-        token = _current_tx.set(tx)
-        try:
-            try:
-                yield tx
-                tx.commit()
-            except BaseException as exc:
-                self._rollback(conn)
-                if _node_failure(exc, node):
-                    self._node_failed(node, exc)
-                    excluded.add(node)
-                    attempts.node_failed = True
-                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
-                        pool.check()
-                self._publish(rec.record(exc))
-                self._put(pool, conn)
-                raise
-        finally:
-            _current_tx.reset(token)
-        self._committed(unit, node, tx.last_commit, tx.last_commit_raw)
-        self._publish(rec.record())
-        self._put(pool, conn)
-
-    def _open(
-        self, unit: Unit[None], rec: _Recorder, excluded: set[str]
-    ) -> tuple[ConnectionPool[Connection], Connection, str, Tx]:
-        """A connection on a node the router chose and accepted, its transaction
-        begun when the router asked for a probe (`transaction`)."""
-        for attempt in range(1, RETRY_ATTEMPTS + 1):
-            choice = self._choose(_intent(unit, attempt, excluded))
-            if choice.delay > 0:
-                time.sleep(min(choice.delay, MAX_ROUTER_DELAY))
-            rec.reset(choice.node)
-            pool = self._pools[choice.node]
-            try:
-                conn = pool.getconn()
-                self._handed_out[choice.node] = time.monotonic()
-            except (PoolTimeout, PoolClosed) as exc:
-                error = self._error(
-                    exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
-                )
-                if not _node_failure(error, choice.node) or attempt == RETRY_ATTEMPTS:
-                    self._publish(rec.record(error))
-                    raise error from exc
-                self._node_failed(choice.node, error)
-                excluded.add(choice.node)
-                continue
-            tx = Tx(self, conn, unit, rec)
-            if choice.probe is None:
-                return pool, conn, choice.node, tx
-            try:
-                accepted = self.router.accept(choice.node, tx.begin(choice.probe))
-            except PgSearchError as exc:
-                self._rollback(conn)
-                node_failed = _node_failure(exc, choice.node)
-                if node_failed:
-                    self._node_failed(choice.node, exc)
-                    excluded.add(choice.node)
-                    if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
-                        pool.check()
-                self._put(pool, conn)
-                if attempt == RETRY_ATTEMPTS or not (node_failed or retriable(exc)):
-                    self._publish(rec.record(exc))
-                    raise
-                continue
-            except BaseException:
-                self._rollback(conn)
-                self._put(pool, conn)
-                raise
-            if accepted:
-                return pool, conn, choice.node, tx
-            self._rollback(conn)
-            self._put(pool, conn)
-            excluded.add(choice.node)
-        error = StoreError(f"{unit.context}: no node accepted the work")
-        self._publish(rec.record(error))
-        raise error
-
 
 def _intent(unit: Unit[Any], attempt: int, excluded: set[str]) -> Intent:
     return Intent(
@@ -1030,11 +883,6 @@ def _intent(unit: Unit[Any], attempt: int, excluded: set[str]) -> Intent:
 def _settled(choice: Choice) -> Choice:
     """`choice`, unless it asks for a second sample in a row: then the primary."""
     return choice if choice.sample is None else Choice(node=PRIMARY)
-
-
-def _nothing() -> Work[None]:
-    return None
-    yield  # pragma: no cover
 
 
 _INFRA = frozenset({"begin", "setting", "commit", "commit lsn"})
@@ -1056,93 +904,6 @@ _DEFER = frozenset({"release savepoint", "rollback to savepoint"})
 
 def _empty(step: Step) -> Results:
     return tuple([] for _ in step.statements)
-
-
-class Tx:
-    """A transaction open on one pooled connection (`Driver.transaction`).
-
-    `run` drives a work generator inside it; savepoint statements and the opening
-    ``BEGIN`` wait for the next statement so that they cost no round trip of their own.
-    """
-
-    def __init__(self, driver: Driver, conn: Connection, unit: Unit[None], rec: _Recorder) -> None:
-        self._driver = driver
-        self._conn = conn
-        self._unit = unit
-        self._rec = rec
-        self._pending: list[Statement[Any]] = driver._begin(unit)
-        self._began = False
-        self.last_commit = _Batch(statements=[], own=[])
-        self.last_commit_raw: list[list[Any]] = []
-
-    def _step(self, step: Step) -> Results:
-        if _deferrable(step):
-            self._pending += step.statements
-            return _empty(step)
-        batch = self._driver._compose(self._pending, step, explain=False, finish=False, lsn=False)
-        self._pending = []
-        try:
-            raw = self._driver._send(self._conn, batch.statements, self._rec)
-        except (psycopg.Error, UnicodeEncodeError) as exc:
-            raise self._driver._error(
-                exc, self._conn, self._unit.context, commit_sent=False,
-                write=self._unit.write,
-            ) from exc  # fmt: skip
-        self._began = True
-        return self._driver._results(batch, raw, self._rec)
-
-    def begin(self, probe: Statement[Any]) -> list[Any]:
-        """Send ``BEGIN``, the settings and `probe` now; returns the probe's rows."""
-        batch = self._driver._compose(
-            self._pending, Step(()), explain=False, finish=False, lsn=False, probe=probe
-        )
-        self._pending = []
-        try:
-            raw = self._driver._send(self._conn, batch.statements, self._rec)
-        except (psycopg.Error, UnicodeEncodeError) as exc:
-            raise self._driver._error(
-                exc, self._conn, self._unit.context, commit_sent=False,
-                write=self._unit.write,
-            ) from exc  # fmt: skip
-        self._began = True
-        assert batch.probe is not None
-        return raw[batch.probe]
-
-    def run(self, work: Work[T]) -> T:
-        """Run `work` inside this transaction (its final marks are ignored: the block
-        commits when it ends)."""
-        try:
-            step = next(work)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        while True:
-            try:
-                results = self._step(step)
-            except PgSearchError as exc:
-                try:
-                    step = work.throw(exc)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-                continue
-            try:
-                step = work.send(results)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-
-    def commit(self) -> None:
-        if not self._began:
-            return  # nothing was sent: there is no transaction to commit
-        lsn = self._unit.write and self._driver.router.wants_commit_lsn
-        batch = self._driver._compose(self._pending, Step(()), explain=False, finish=True, lsn=lsn)
-        self._pending = []
-        try:
-            raw = self._driver._send(self._conn, batch.statements, self._rec)
-        except (psycopg.Error, UnicodeEncodeError) as exc:
-            raise self._driver._error(
-                exc, self._conn, self._unit.context, commit_sent=True,
-                write=self._unit.write,
-            ) from exc  # fmt: skip
-        self.last_commit, self.last_commit_raw = batch, raw
 
 
 class AsyncDriver(_Core):

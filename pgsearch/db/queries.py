@@ -18,14 +18,20 @@ from pgsearch.policy import TOOL_NAME_SEPARATOR
 
 # Writers of one file take turns. A file not recorded yet has no row to lock, and two
 # transactions reading it at once would both append an agent log's entries (their
-# seqs come from the session, not the line).
+# seqs come from the session, not the line). A writer takes the keys of all its files
+# at once, in path order, so that two writers of overlapping files cannot deadlock;
+# the volatile lock function runs after the sort.
 LOCK_FILE_KEY = """
-SELECT pg_advisory_xact_lock(hashtextextended(%(ws)s || chr(31) || %(path)s, 7263641122))
+SELECT pg_advisory_xact_lock(hashtextextended(%(ws)s || chr(31) || p, 7263641122))
+FROM unnest(%(paths)s::text[]) AS p
+ORDER BY p COLLATE "C"
 """
 
 LOCK_FILE = """
-SELECT size, lines, digest, parser, head_digest, tail_digest FROM ingested_files
-WHERE workspace_id = %(ws)s AND path = %(path)s FOR UPDATE
+SELECT path, size, lines, digest, parser, head_digest, tail_digest FROM ingested_files
+WHERE workspace_id = %(ws)s AND path = ANY(%(paths)s::text[])
+ORDER BY path COLLATE "C"
+FOR UPDATE
 """
 
 FILE_RECORDS = """
@@ -33,19 +39,25 @@ SELECT path, size, lines, digest, parser, head_digest, tail_digest FROM ingested
 WHERE workspace_id = %(ws)s AND path = ANY(%(paths)s::text[])
 """
 
-RECORD_FILE = """
+RECORD_FILES = """
 INSERT INTO ingested_files
     (workspace_id, path, size, lines, digest, parser, head_digest, tail_digest, updated_at)
-VALUES (%(ws)s, %(path)s, %(size)s, %(lines)s, %(digest)s, %(parser)s, %(head)s, %(tail)s, now())
+SELECT %(ws)s, u.path, u.size, u.lines, u.digest, u.parser, u.head, u.tail, now()
+FROM unnest(%(paths)s::text[], %(sizes)s::bigint[], %(lines)s::int[], %(digests)s::text[],
+            %(parsers)s::text[], %(heads)s::text[], %(tails)s::text[])
+     AS u(path, size, lines, digest, parser, head, tail)
+ORDER BY u.path COLLATE "C"
 ON CONFLICT (workspace_id, path) DO UPDATE
 SET size = EXCLUDED.size, lines = EXCLUDED.lines, digest = EXCLUDED.digest,
     parser = EXCLUDED.parser, head_digest = EXCLUDED.head_digest,
     tail_digest = EXCLUDED.tail_digest, updated_at = EXCLUDED.updated_at
 """
 
+# Each new session records the file its first messages came from (NULL: appends).
 ENSURE_SESSIONS = """
 INSERT INTO sessions (workspace_id, session_id, source)
-SELECT %(ws)s, s, %(source)s FROM unnest(%(ids)s::text[]) AS s ORDER BY s
+SELECT %(ws)s, u.s, u.source FROM unnest(%(ids)s::text[], %(sources)s::text[]) AS u(s, source)
+ORDER BY u.s
 ON CONFLICT (workspace_id, session_id) DO NOTHING
 """
 
@@ -128,13 +140,20 @@ SET n_messages = s.n_messages + EXCLUDED.n_messages,
     total_len = s.total_len + EXCLUDED.total_len
 """
 
-UPDATE_SESSION = """
-UPDATE sessions SET title = %(title)s, summary = %(summary)s, source = %(source)s,
-       created_at = %(created_at)s, updated_at = %(updated_at)s,
-       message_count = %(message_count)s, next_seq = %(next_seq)s, last_turn = %(last_turn)s,
-       tsv = %(tsv)s::tsvector, field_len = %(field_len)s, parent_session_id = %(parent)s,
-       title_auto = %(title_auto)s, title_leaf_seq = %(title_leaf_seq)s
-WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+# Every session a write changed, in one statement (in id order, as they were locked).
+UPDATE_SESSIONS = """
+UPDATE sessions AS s
+SET title = u.title, summary = u.summary, source = u.source, created_at = u.created_at,
+    updated_at = u.updated_at, message_count = u.message_count, next_seq = u.next_seq,
+    last_turn = u.last_turn, tsv = u.tsv::tsvector, field_len = u.field_len,
+    parent_session_id = u.parent, title_auto = u.title_auto, title_leaf_seq = u.leaf_seq
+FROM unnest(%(ids)s::text[], %(titles)s::text[], %(summaries)s::text[], %(sources)s::text[],
+            %(created)s::timestamptz[], %(updated)s::timestamptz[], %(counts)s::int[],
+            %(next_seqs)s::int[], %(turns)s::int[], %(tsvs)s::text[], %(field_lens)s::int[],
+            %(parents)s::text[], %(autos)s::bool[], %(leaf_seqs)s::int[])
+     AS u(session_id, title, summary, source, created_at, updated_at, message_count,
+          next_seq, last_turn, tsv, field_len, parent, title_auto, leaf_seq)
+WHERE s.workspace_id = %(ws)s AND s.session_id = u.session_id
 """
 
 # A title naming its session through the entry id of one of its messages (a Claude
@@ -288,7 +307,7 @@ SET source = EXCLUDED.source, forgotten_at = EXCLUDED.forgotten_at
 
 FORGOTTEN_AMONG = """
 SELECT session_id FROM forgotten_sessions
-WHERE workspace_id = %(ws)s AND (session_id = ANY(%(ids)s::text[]) OR source = %(source)s)
+WHERE workspace_id = %(ws)s AND session_id = ANY(%(ids)s::text[])
 ORDER BY session_id
 """
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -23,7 +23,7 @@ from typing import Any, LiteralString, TypeVar
 
 from pgsearch.db import queries as q
 from pgsearch.db.connector import HEAD_REVISION
-from pgsearch.db.driver import AsyncDriver, Driver, DriverConfig, Tx
+from pgsearch.db.driver import AsyncDriver, Driver, DriverConfig
 from pgsearch.db.routing import router_for
 from pgsearch.db.work import (
     Statement,
@@ -56,7 +56,6 @@ __all__ = [
     "MessageRow",
     "SessionState",
     "Store",
-    "Tx",
     "Unit",
     "Work",
     "returning",
@@ -158,6 +157,11 @@ ANALYZE_SHARE = 0.1
 _COPY_THRESHOLD = 64
 
 
+def uses_stage(rows: int) -> bool:
+    """Whether `insert_messages` copies `rows` rows through the staging table."""
+    return rows >= _COPY_THRESHOLD
+
+
 def _json(value: dict[str, Any] | None) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
@@ -211,18 +215,41 @@ def _first(row: Sequence[Any]) -> Any:
 # --- ingest ---------------------------------------------------------------------------
 
 
-def lock_file(ws: str, path: str) -> Work[FileRecord | None]:
-    """The file's record, read once no other transaction is writing that file."""
-    _, rows = yield from fetch2(
-        Statement("lock file key", q.LOCK_FILE_KEY, {"ws": ws, "path": path}),
-        Statement(
-            "lock file",
-            q.LOCK_FILE,
-            {"ws": ws, "path": path},
-            decode=lambda r: FileRecord(path, int(r[0]), int(r[1]), r[2], r[3], r[4], r[5]),
-        ),
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What a writer learns when it takes its files (`claim_files`)."""
+
+    #: The record of each file recorded before, by path.
+    records: dict[str, FileRecord]
+    #: Records a file at a new path may have been ingested under (`moved_candidates`).
+    candidates: list[FileRecord]
+    #: Of the session ids asked about, those the user forgot.
+    forgotten: set[str]
+
+
+def claim_files(
+    ws: str, paths: Sequence[str], *, heads: Sequence[str] = (), session_ids: Iterable[str] = ()
+) -> Work[Claim]:
+    """Take the files `paths` for writing (no other transaction writes them until this
+    one ends) and read their records; with `heads` and `session_ids`, also the records
+    a new file may have moved from and which of the sessions were forgotten. One round
+    trip."""
+    paths = sorted(set(paths))
+    ids = sorted(set(session_ids))
+    statements: list[Statement[Any]] = [
+        Statement("lock file key", q.LOCK_FILE_KEY, {"ws": ws, "paths": paths}),
+        Statement("lock file", q.LOCK_FILE, {"ws": ws, "paths": paths}, _file_record),
+    ]
+    if heads:
+        statements.append(_moved_candidates(ws, heads, ids))
+    if ids:
+        statements.append(_forgotten_among(ws, ids))
+    _, records, *more = yield from fetch_all(statements)
+    return Claim(
+        records={r.path: r for r in records},
+        candidates=more.pop(0) if heads else [],
+        forgotten={str(r) for r in more.pop(0)} if ids else set(),
     )
-    return rows[0] if rows else None
 
 
 def file_records(ws: str, paths: list[str]) -> Work[dict[str, FileRecord]]:
@@ -232,22 +259,30 @@ def file_records(ws: str, paths: list[str]) -> Work[dict[str, FileRecord]]:
     return {r.path: r for r in rows}
 
 
-def record_file(ws: str, record: FileRecord) -> Work[None]:
-    yield from execute(
-        Statement(
-            "record file",
-            q.RECORD_FILE,
-            {
-                "ws": ws,
-                "path": record.path,
-                "size": record.size,
-                "lines": record.lines,
-                "digest": record.digest,
-                "parser": record.parser,
-                "head": record.head_digest,
-                "tail": record.tail_digest,
-            },
-        )
+def _record_files(ws: str, records: Sequence[FileRecord]) -> Statement[Any]:
+    records = sorted(records, key=lambda r: r.path)
+    return Statement(
+        "record files",
+        q.RECORD_FILES,
+        {
+            "ws": ws,
+            "paths": [r.path for r in records],
+            "sizes": [r.size for r in records],
+            "lines": [r.lines for r in records],
+            "digests": [r.digest for r in records],
+            "parsers": [r.parser for r in records],
+            "heads": [r.head_digest for r in records],
+            "tails": [r.tail_digest for r in records],
+        },
+    )
+
+
+def _moved_candidates(ws: str, heads: Sequence[str], ids: Sequence[str]) -> Statement[FileRecord]:
+    return Statement(
+        "moved candidates",
+        q.MOVED_CANDIDATES,
+        {"ws": ws, "heads": sorted(set(heads)), "ids": list(ids)},
+        _file_record,
     )
 
 
@@ -256,16 +291,7 @@ def moved_candidates(
 ) -> Work[list[FileRecord]]:
     """Records whose first window digest is one of `heads`, or of the files the
     sessions `session_ids` came from (a file seen at a new path may be one of them)."""
-    return (
-        yield from fetch(
-            Statement(
-                "moved candidates",
-                q.MOVED_CANDIDATES,
-                {"ws": ws, "heads": list(heads), "ids": sorted(set(session_ids))},
-                _file_record,
-            )
-        )
-    )
+    return (yield from fetch(_moved_candidates(ws, heads, sorted(set(session_ids)))))
 
 
 def relocate(ws: str, old: str, new: str) -> Work[int]:
@@ -289,28 +315,36 @@ def relocate(ws: str, old: str, new: str) -> Work[int]:
     return len(files)
 
 
-def sessions_from_source(ws: str, source: str) -> Work[list[str]]:
-    """Ids of the sessions whose messages came from the file `source`."""
-    return (
-        yield from fetch(
-            Statement(
-                "sessions from source",
-                q.SESSIONS_FROM_SOURCE,
-                {"ws": ws, "source": source},
-                _first,
-            )
-        )
-    )
-
-
-def lock_sessions(
-    ws: str, session_ids: Iterable[str], source: str | None
+def open_sessions(
+    ws: str, sources: Mapping[str, str | None], *, stage: bool = False
 ) -> Work[dict[str, SessionState]]:
-    """Create missing sessions and lock all of them (in id order)."""
-    ids = sorted(set(session_ids))
-    _, rows = yield from fetch2(
-        Statement("ensure sessions", q.ENSURE_SESSIONS, {"ws": ws, "ids": ids, "source": source}),
+    """Create the sessions of `sources` that do not exist (each recording its source
+    file, None for appends) and lock all of them, in id order; their states. With
+    `stage`, the staging table a large insert copies into is made in the same trip."""
+    ids = sorted(sources)
+    statements: list[Statement[Any]] = [
+        Statement(
+            "ensure sessions",
+            q.ENSURE_SESSIONS,
+            {"ws": ws, "ids": ids, "sources": [sources[i] for i in ids]},
+        ),
         Statement("lock sessions", q.LOCK_SESSIONS, {"ws": ws, "ids": ids}, _session_state),
+    ]
+    if stage:
+        statements.append(Statement("create stage", q.CREATE_STAGE))
+    _, rows, *_ = yield from fetch_all(statements)
+    return {state.session_id: state for state in rows}
+
+
+def lock_sessions(ws: str, session_ids: Iterable[str]) -> Work[dict[str, SessionState]]:
+    """Lock existing sessions (in id order); their states (a missing one is absent)."""
+    rows = yield from fetch(
+        Statement(
+            "lock sessions",
+            q.LOCK_SESSIONS,
+            {"ws": ws, "ids": sorted(set(session_ids))},
+            _session_state,
+        )
     )
     return {state.session_id: state for state in rows}
 
@@ -334,12 +368,15 @@ def _copy_row(r: MessageRow) -> tuple[Any, ...]:
 
 
 def insert_messages(
-    ws: str, rows: Sequence[MessageRow], deltas: Deltas
+    ws: str, rows: Sequence[MessageRow], deltas: Deltas, *, staged: bool = False
 ) -> Work[set[tuple[str, int]]]:
-    """Insert rows not already stored; returns the keys inserted, deltas updated."""
+    """Insert rows not already stored; returns the keys inserted, deltas updated.
+
+    A large batch goes through a staging table (`uses_stage`), which `staged` says an
+    earlier step of the transaction made (`open_sessions`)."""
     if not rows:
         return set()
-    if len(rows) < _COPY_THRESHOLD:
+    if not uses_stage(len(rows)):
         inserted = yield from fetch(
             Statement(
                 "insert messages",
@@ -366,9 +403,9 @@ def insert_messages(
     else:
         # Large batches go through COPY into a session-local staging table: the
         # driver formats rows in C, far cheaper than binding big arrays.
-        _, _, inserted = yield from fetch_all(
+        *_, inserted = yield from fetch_all(
             [
-                Statement("create stage", q.CREATE_STAGE),
+                *([] if staged else [Statement("create stage", q.CREATE_STAGE)]),
                 Statement("copy stage", q.COPY_STAGE, copy_rows=[_copy_row(r) for r in rows]),
                 Statement("insert from stage", q.INSERT_FROM_STAGE, {"ws": ws}, _key),
             ]
@@ -384,30 +421,67 @@ def insert_messages(
     return keys
 
 
-def update_session(ws: str, state: SessionState, tsv: str, field_len: int) -> Work[None]:
-    yield from execute(
-        Statement(
-            "update session",
-            q.UPDATE_SESSION,
-            {
-                "ws": ws,
-                "session_id": state.session_id,
-                "title": state.title,
-                "summary": state.summary,
-                "source": state.source,
-                "created_at": state.created_at,
-                "updated_at": state.updated_at,
-                "message_count": state.message_count,
-                "next_seq": state.next_seq,
-                "last_turn": state.last_turn,
-                "tsv": tsv or None,
-                "field_len": field_len,
-                "parent": state.parent_session_id,
-                "title_auto": state.title_auto,
-                "title_leaf_seq": state.title_leaf_seq,
-            },
-        )
+@dataclass(frozen=True, slots=True)
+class SessionFields:
+    """A session's title and summary as indexed (`pgsearch.indexing`)."""
+
+    tsvector: str
+    terms: tuple[str, ...]
+    length: int
+
+
+def _update_sessions(
+    ws: str, changed: Sequence[tuple[SessionState, SessionFields]], deltas: Deltas
+) -> Statement[Any]:
+    """The statement that stores `changed` sessions; the statistics of their titles
+    and summaries (the `FIELDS_STAT` row, the vocabulary's `sf`) go to `deltas`."""
+    states = []
+    for state, fields in sorted(changed, key=lambda c: c[0].session_id):
+        if set(fields.terms) != set(state.field_terms) or fields.length != state.field_len:
+            deltas.sf.subtract(state.field_terms)
+            deltas.sf.update(fields.terms)
+            deltas.indexed[FIELDS_STAT] += bool(fields.terms) - bool(state.field_terms)
+            deltas.length[FIELDS_STAT] += fields.length - state.field_len
+            state.field_terms = fields.terms
+            state.field_len = fields.length
+        states.append((state, fields.tsvector or None))
+    return Statement(
+        "update sessions",
+        q.UPDATE_SESSIONS,
+        {
+            "ws": ws,
+            "ids": [s.session_id for s, _ in states],
+            "titles": [s.title for s, _ in states],
+            "summaries": [s.summary for s, _ in states],
+            "sources": [s.source for s, _ in states],
+            "created": [s.created_at for s, _ in states],
+            "updated": [s.updated_at for s, _ in states],
+            "counts": [s.message_count for s, _ in states],
+            "next_seqs": [s.next_seq for s, _ in states],
+            "turns": [s.last_turn for s, _ in states],
+            "tsvs": [tsv for _, tsv in states],
+            "field_lens": [s.field_len for s, _ in states],
+            "parents": [s.parent_session_id for s, _ in states],
+            "autos": [s.title_auto for s, _ in states],
+            "leaf_seqs": [s.title_leaf_seq for s, _ in states],
+        },
     )
+
+
+def finish(
+    ws: str,
+    deltas: Deltas,
+    *,
+    sessions: Sequence[tuple[SessionState, SessionFields]] = (),
+    records: Sequence[FileRecord] = (),
+) -> Work[None]:
+    """The last step of a write: store the sessions it changed and the records of the
+    files it read, fold `deltas` into vocabulary and statistics, and commit, in one
+    round trip."""
+    statements = [_update_sessions(ws, sessions, deltas)] if sessions else []
+    if records:
+        statements.append(_record_files(ws, records))
+    yield from execute(*statements, *_delta_statements(ws, deltas), final=True)
 
 
 def tool_call_names(ws: str, calls: dict[str, set[str]]) -> Work[dict[str, dict[str, str]]]:
@@ -439,39 +513,59 @@ def tool_call_names(ws: str, calls: dict[str, set[str]]) -> Work[dict[str, dict[
 # --- titles naming their session through a message (Claude Code summaries) ---------
 
 
-def save_leaf_titles(ws: str, source: str, titles: dict[str, str]) -> Work[None]:
-    """Keep each title until the message it names is stored (and after)."""
-    leaves = sorted(titles)
-    yield from execute(
-        Statement(
-            "save leaf titles",
-            q.SAVE_LEAF_TITLES,
-            {"ws": ws, "leaves": leaves, "titles": [titles[k] for k in leaves], "source": source},
+def leaf_titles(
+    ws: str, saved: Mapping[str, Mapping[str, str]], keys: Sequence[str]
+) -> Work[list[tuple[str, int, str]]]:
+    """Keep the titles each file of `saved` gives (source -> message uuid -> title)
+    until the message they name is stored (and after); then (session, seq, title) for
+    each waiting title among `keys` whose message is stored now, marked resolved. One
+    round trip."""
+    statements: list[Statement[Any]] = []
+    for source, titles in sorted(saved.items()):
+        leaves = sorted(titles)
+        statements.append(
+            Statement(
+                "save leaf titles",
+                q.SAVE_LEAF_TITLES,
+                {
+                    "ws": ws,
+                    "leaves": leaves,
+                    "titles": [titles[k] for k in leaves],
+                    "source": source,
+                },
+            )
         )
-    )
-
-
-def resolve_leaf_titles(ws: str, keys: Sequence[str]) -> Work[list[tuple[str, int, str]]]:
-    """(session, seq, title) for each waiting title among `keys` whose message is now
-    stored; those titles are marked resolved."""
-    if not keys:
-        return []
-    return (
-        yield from fetch(
+    if keys:
+        statements.append(
             Statement(
                 "resolve leaf titles",
                 q.RESOLVE_LEAF_TITLES,
-                {"ws": ws, "keys": list(keys)},
+                {"ws": ws, "keys": sorted(set(keys))},
                 lambda r: (str(r[0]), int(r[1]), str(r[2])),
             )
         )
+    results = yield from fetch_all(statements)
+    return results[-1] if keys else []
+
+
+def forget_sources(ws: str, sources: Sequence[str], deltas: Deltas) -> Work[None]:
+    """Forget what the files `sources` stored (they are read again whole): their
+    sessions, with their statistics (to `deltas`), and the titles they gave."""
+    found = yield from fetch_all(
+        [
+            Statement(
+                "sessions from source", q.SESSIONS_FROM_SOURCE, {"ws": ws, "source": s}, _first
+            )
+            for s in sorted(set(sources))
+        ]
     )
-
-
-def forget_leaf_titles(ws: str, source: str) -> Work[None]:
-    """Drop the titles a file gave (it is being read again whole)."""
+    for session_id in sorted({sid for rows in found for sid in rows}):
+        yield from forget_session(ws, session_id, deltas)
     yield from execute(
-        Statement("forget leaf titles", q.FORGET_LEAF_TITLES, {"ws": ws, "source": source})
+        *(
+            Statement("forget leaf titles", q.FORGET_LEAF_TITLES, {"ws": ws, "source": s})
+            for s in sorted(set(sources))
+        )
     )
 
 
@@ -483,6 +577,10 @@ def apply_deltas(ws: str, deltas: Deltas, *, final: bool = False) -> Work[None]:
     that another writer needs while waiting for an added one that writer holds.
     All of it is one round trip.
     """
+    yield from execute(*_delta_statements(ws, deltas), final=final)
+
+
+def _delta_statements(ws: str, deltas: Deltas) -> list[Statement[Any]]:
     statements: list[Statement[Any]] = []
     terms = sorted(t for t in set(deltas.df) | set(deltas.sf) if deltas.df[t] or deltas.sf[t])
     if terms:
@@ -519,7 +617,7 @@ def apply_deltas(ws: str, deltas: Deltas, *, final: bool = False) -> Work[None]:
                 },
             )
         )
-    yield from execute(*statements, final=final)
+    return statements
 
 
 # --- forget ---------------------------------------------------------------------------
@@ -587,17 +685,13 @@ def forget_session(
     return len(messages)
 
 
-def forgotten_among(ws: str, session_ids: Iterable[str], source: str) -> Work[set[str]]:
-    """Which of `session_ids`, or of the sessions that came from `source`, the user
-    forgot."""
-    rows = yield from fetch(
-        Statement(
-            "forgotten sessions",
-            q.FORGOTTEN_AMONG,
-            {"ws": ws, "ids": sorted(set(session_ids)), "source": source},
-            _first,
-        )
-    )
+def _forgotten_among(ws: str, ids: Sequence[str]) -> Statement[Any]:
+    return Statement("forgotten sessions", q.FORGOTTEN_AMONG, {"ws": ws, "ids": list(ids)}, _first)
+
+
+def forgotten_among(ws: str, session_ids: Iterable[str]) -> Work[set[str]]:
+    """Which of `session_ids` the user forgot."""
+    rows = yield from fetch(_forgotten_among(ws, sorted(set(session_ids))))
     return {str(r) for r in rows}
 
 

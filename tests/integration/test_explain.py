@@ -321,13 +321,50 @@ def _scanned(plan: Any) -> set[str]:
 
 
 def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
-    """Statements of the ingest write path beyond inserting: naming appended tool
-    results after their call, tombstones of forgotten sessions, files found again by
-    their digest."""
+    """Statements of the ingest write path beyond inserting: taking files, opening and
+    storing sessions, recording files, naming appended tool results after their call,
+    tombstones of forgotten sessions, files found again by their digest."""
     from pgsearch.db import queries as q
 
     ws = "ws-a"
+    ids = ["ws-a-s3", "ws-a-s4"]
+    now = datetime(2026, 1, 1, tzinfo=UTC)
     return {
+        "lock file": (q.LOCK_FILE, {"ws": ws, "paths": ["/logs/a.jsonl", "/logs/b.jsonl"]}),
+        "ensure sessions": (q.ENSURE_SESSIONS, {"ws": ws, "ids": ids, "sources": [None, "/x"]}),
+        "update sessions": (
+            q.UPDATE_SESSIONS,
+            {
+                "ws": ws,
+                "ids": ids,
+                "titles": ["t", None],
+                "summaries": [None, None],
+                "sources": [None, "/x"],
+                "created": [now, now],
+                "updated": [now, now],
+                "counts": [1, 2],
+                "next_seqs": [1, 2],
+                "turns": [1, 1],
+                "tsvs": ["'t':1A", None],
+                "field_lens": [1, 0],
+                "parents": [None, None],
+                "autos": [False, False],
+                "leaf_seqs": [None, None],
+            },
+        ),
+        "record files": (
+            q.RECORD_FILES,
+            {
+                "ws": ws,
+                "paths": ["/logs/a.jsonl"],
+                "sizes": [10],
+                "lines": [1],
+                "digests": ["0" * 64],
+                "parsers": ["openai/1"],
+                "heads": ["0" * 64],
+                "tails": ["0" * 64],
+            },
+        ),
         "tool call names": (
             q.TOOL_CALL_NAMES,
             {"ws": ws, "session_id": "ws-a-s3", "ids": ["c1", "c7"]},
@@ -338,7 +375,7 @@ def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
         ),
         "forgotten among": (
             q.FORGOTTEN_AMONG,
-            {"ws": ws, "ids": ["ws-a-s3", "ws-a-s4"], "source": "/logs/ws-a-s3.jsonl"},
+            {"ws": ws, "ids": ["ws-a-s3", "ws-a-s4"]},
         ),
         "restore forgotten": (q.RESTORE_FORGOTTEN, {"ws": ws, "source": "/logs/ws-a-s3.jsonl"}),
         "sessions from source": (

@@ -322,22 +322,22 @@ def test_a_file_swapped_for_a_symlink_after_the_root_check_is_not_read(
     outside = write_jsonl(tmp_path / "outside.jsonl", [{"role": "user", "content": "exfil"}])
     inside = write_jsonl(root / "sub" / "s.jsonl", [{"role": "user", "content": "fine"}])
     ingestor = pg._ingestor
-    ws, given, real, pin = ingestor.locate(inside, workspace="w", roots=[root])
-    assert pin is not None
+    job = ingestor.locate(inside, workspace="w", roots=[root])
+    assert job.pin is not None
     inside.unlink()
     inside.symlink_to(outside)  # swapped after the check
     with pytest.raises(IngestError, match="symlink now"):
-        pg._driver.run(ingestor.prepared_file(ws, given, real, None, pin=pin))
+        pg._driver.run(ingestor.prepared_file(job, None))
     # A directory on the way swapped for a symlink to a directory outside.
     inside.unlink()
     inside.write_text('{"role": "user", "content": "fine"}\n', encoding="utf-8")
-    ws, given, real, pin = ingestor.locate(inside, workspace="w", roots=[root])
+    job = ingestor.locate(inside, workspace="w", roots=[root])
     (root / "sub").rename(root / "old")
     (tmp_path / "evil").mkdir()
     (tmp_path / "evil" / "s.jsonl").write_bytes(outside.read_bytes())
     (root / "sub").symlink_to(tmp_path / "evil")
     with pytest.raises(IngestError, match="changed after it was confined"):
-        pg._driver.run(ingestor.prepared_file(ws, given, real, None, pin=pin))
+        pg._driver.run(ingestor.prepared_file(job, None))
     assert _contents(dsn) == []
 
 
@@ -492,9 +492,10 @@ def test_a_streamed_file_of_ever_new_words_folds_its_counts_as_it_goes(
 ) -> None:
     """The vocabulary counts are applied every few thousand new terms inside the
     transaction: statistics still equal a recount."""
-    from pgsearch import Settings, ingest
+    from pgsearch import Settings
+    from pgsearch.ingest import write
 
-    monkeypatch.setattr(ingest, "_STREAM_TERMS", 500)
+    monkeypatch.setattr(write, "_STREAM_TERMS", 500)
     path = tmp_path / "ids.jsonl"
     with path.open("w", encoding="utf-8") as fh:
         for i in range(8000):

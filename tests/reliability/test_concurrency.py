@@ -507,43 +507,66 @@ def test_retries_only_what_postgres_asks_for(dsn: str) -> None:
 
     from pgsearch import StoreError
     from pgsearch.db.driver import RETRY_ATTEMPTS, Driver, DriverConfig
+    from pgsearch.db.work import Statement, Unit, Work, execute, savepoint
     from pgsearch.errors import OutcomeUnknown, StoreUnavailable
 
     driver = Driver.open(dsn, DriverConfig(pool_max=1))
     calls: list[str] = []
 
-    def failing(cause: Exception, kind: type[StoreError] = StoreError) -> Callable[[], None]:
-        def work() -> None:
+    def failing(cause: Exception, kind: type[StoreError] = StoreError) -> Callable[[], Work[None]]:
+        def work() -> Work[None]:
             calls.append(type(cause).__name__)
             raise kind("boom") from cause
+            yield  # a unit of work is a generator
 
         return work
+
+    def run(work: Callable[[], Work[None]]) -> None:
+        driver.run(Unit(work=work, workspace=WS_A, write=True, context="failing"))
 
     try:
         for cause in (pg_errors.UniqueViolation(), RuntimeError()):
             calls.clear()
             with pytest.raises(StoreError):
-                driver.retrying(failing(cause))
+                run(failing(cause))
             assert len(calls) == 1, "only deadlocks and serialization failures are retried"
         for cause in (pg_errors.DeadlockDetected(), pg_errors.SerializationFailure()):
             calls.clear()
             with pytest.raises(StoreError):
-                driver.retrying(failing(cause))
+                run(failing(cause))
             assert len(calls) == RETRY_ATTEMPTS, "a transient failure is retried, within bounds"
         # A lost connection before COMMIT is retried; after COMMIT was sent it is not.
         calls.clear()
         with pytest.raises(StoreUnavailable):
-            driver.retrying(failing(pg_errors.AdminShutdown(), StoreUnavailable))
+            run(failing(pg_errors.AdminShutdown(), StoreUnavailable))
         assert len(calls) == RETRY_ATTEMPTS
         calls.clear()
         with pytest.raises(OutcomeUnknown):
-            driver.retrying(failing(pg_errors.AdminShutdown(), OutcomeUnknown))
+            run(failing(pg_errors.AdminShutdown(), OutcomeUnknown))
         assert len(calls) == 1
-        # Inside an open transaction a retry would repeat only part of the work.
+        # Inside a transaction nothing is retried on its own: a failure in a savepoint
+        # reruns the whole unit from its start, and no attempt leaves anything behind.
         calls.clear()
-        with driver.transaction(WS_A, write=True), pytest.raises(StoreError):
-            driver.retrying(failing(pg_errors.DeadlockDetected()))
-        assert len(calls) == 1
+        planted = Statement(
+            "raw",
+            "INSERT INTO sessions (workspace_id, session_id) VALUES (%(ws)s, 'retried')",
+            {"ws": WS_A},
+        )
+
+        def partly_done() -> Work[None]:
+            calls.append("unit")
+            yield from execute(planted)
+            yield from savepoint(failing(pg_errors.DeadlockDetected())())
+
+        with pytest.raises(StoreError):
+            run(partly_done)
+        assert calls == ["unit", "DeadlockDetected"] * RETRY_ATTEMPTS
+        with psycopg.connect(dsn) as conn:
+            left = conn.execute(
+                "SELECT count(*) FROM sessions WHERE workspace_id = %s AND session_id = 'retried'",
+                (WS_A,),
+            ).fetchone()
+        assert left == (0,)
     finally:
         driver.close()
 

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,7 @@ from pgsearch import (
 from pgsearch.api import Provider
 from pgsearch.cursor import CursorCodec, request_fingerprint
 from pgsearch.db.schema import TENANT_TABLES
-from pgsearch.db.store import Tx
-from pgsearch.db.work import Statement, as_tuple, fetch
+from pgsearch.db.work import Statement, Unit, Work, as_tuple, fetch
 from pgsearch.errors import NotFound
 from pgsearch.policy import ALL_KINDS, DEFAULT_SEARCH_KINDS, ROLES
 from pgsearch.tools import session_tools
@@ -336,38 +336,42 @@ def test_the_database_enforces_the_binding_below_the_library(tenants: Tenants) -
     """Raw SQL without a workspace filter, on the application's own pooled connections."""
     driver = tenants.pg._driver
 
-    def rows(tx: Tx, text: str, *params: object) -> list[tuple[object, ...]]:
-        return tx.run(
-            fetch(
-                Statement("raw", text, {str(i): p for i, p in enumerate(params)} or None, as_tuple)
-            )
-        )
+    def raw(text: str, *params: object) -> Statement[tuple[object, ...]]:
+        return Statement("raw", text, {str(i): p for i, p in enumerate(params)} or None, as_tuple)
 
-    with driver.transaction(A, write=True) as tx:
+    def run(work: Any, workspace: str | None, *, write: bool = True) -> None:
+        driver.run(Unit(work=work, workspace=workspace, write=write, context="raw statements"))
+
+    def bound_to_a() -> Work[None]:
         for table in TENANT_TABLES:
-            assert [r[0] for r in rows(tx, f"SELECT DISTINCT workspace_id FROM {table}")] == [A]
-        changed = rows(
-            tx,
-            "UPDATE messages SET content = 'overwritten' WHERE workspace_id = %(0)s RETURNING 1",
-            B,
+            rows = yield from fetch(raw(f"SELECT DISTINCT workspace_id FROM {table}"))
+            assert [r[0] for r in rows] == [A]
+        changed = yield from fetch(
+            raw(
+                "UPDATE messages SET content = 'overwritten' "
+                "WHERE workspace_id = %(0)s RETURNING 1",
+                B,
+            )
         )
         assert changed == []
-        assert rows(tx, "DELETE FROM sessions WHERE workspace_id = %(0)s RETURNING 1", B) == []
-    with driver.transaction(None, write=False) as tx:
+        deleted = yield from fetch(
+            raw("DELETE FROM sessions WHERE workspace_id = %(0)s RETURNING 1", B)
+        )
+        assert deleted == []
+
+    def unbound() -> Work[None]:
         for table in TENANT_TABLES:
-            assert rows(tx, f"SELECT count(*) FROM {table}") == [(0,)], (
-                f"{table}: unbound transactions see nothing"
-            )
-    with (
-        pytest.raises(StoreError, match="row-level security"),
-        driver.transaction(A, write=True) as tx,
-    ):
-        rows(tx, "INSERT INTO sessions (workspace_id, session_id) VALUES (%(0)s, 'planted')", B)
-    with (
-        pytest.raises(StoreError, match="row-level security"),
-        driver.transaction(A, write=True) as tx,
-    ):
-        rows(tx, "UPDATE sessions SET workspace_id = %(0)s WHERE session_id = 'shared'", B)
+            counted = yield from fetch(raw(f"SELECT count(*) FROM {table}"))
+            assert counted == [(0,)], f"{table}: unbound transactions see nothing"
+
+    run(bound_to_a, A)
+    run(unbound, None, write=False)
+    planted = raw("INSERT INTO sessions (workspace_id, session_id) VALUES (%(0)s, 'planted')", B)
+    with pytest.raises(StoreError, match="row-level security"):
+        run(partial(fetch, planted), A)
+    moved = raw("UPDATE sessions SET workspace_id = %(0)s WHERE session_id = 'shared'", B)
+    with pytest.raises(StoreError, match="row-level security"):
+        run(partial(fetch, moved), A)
     # Outside any transaction the setting is gone: a bare statement on a pooled
     # connection sees nothing.
     with driver._pools["primary"].connection() as conn:

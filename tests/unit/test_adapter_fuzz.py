@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from pgsearch import adapters
 from pgsearch.errors import IngestError
-from pgsearch.ingest import Ingestor
+from pgsearch.ingest.prepare import prepare
+from pgsearch.ingest.targets import FileJob
 from pgsearch.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -128,10 +129,10 @@ def _read(fmt: str, data: bytes, tmp: Path) -> None:
     """Read `data` forced to `fmt` and detected: a clear `IngestError` at worst."""
     path = tmp / "fuzz.jsonl"
     path.write_bytes(data)
-    ingestor = Ingestor(None, Settings())
     for forced in (fmt, adapters.AUTO):
+        job = FileJob(workspace="w", given=path, real=path, format=forced)
         try:
-            prepared = ingestor._prepare(path, path, None, None, forced)
+            prepared = prepare(job, None, Settings())
         except IngestError as exc:
             assert exc.reason, exc
             continue

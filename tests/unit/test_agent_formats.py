@@ -394,3 +394,57 @@ def test_crush_store_maps_sessions_sub_agents_and_summaries_without_writing_it()
     # Read-only: the store and its directory are as they were.
     assert (case.path.read_bytes(), case.path.stat().st_mtime_ns) == before
     assert sorted(p.name for p in case.path.parent.iterdir()) == siblings
+
+
+def test_cursor_chat_store_maps_bubbles_and_never_reads_the_editors_tokens() -> None:
+    [case] = [c for c in CASES if c.format == "cursor-store"]
+    data = read(case.path)
+    assert b"not-a-real-token" not in data  # only conversation keys are read
+    parsed = parse_all(case.path, data=data)
+    assert [
+        (e.role, e.kind, e.tool_name) for e in parsed.entries if e.session_id == case.session_id
+    ] == [
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),  # the thinking-only bubble is not stored
+        ("assistant", "tool_input", "codebase_search"),
+        ("tool", "tool_output", "codebase_search"),
+        ("assistant", "tool_input", "run_terminal_cmd"),
+        ("tool", "tool_error", "run_terminal_cmd"),
+        ("assistant", "assistant_text", None),
+    ]
+    older = "a9e3d5b1-2c84-4f07-b6d2-8e1f4a7c3b90"  # inline conversation, no name
+    assert [e.kind for e in parsed.entries if e.session_id == older] == [
+        "user_text",
+        "assistant_text",
+    ]
+    assert older not in parsed.titles
+
+
+def test_vscode_copilot_change_logs_replay_into_the_session_and_documents_read_as_they_are() -> (
+    None
+):
+    from tests.agent_cases import VSCODE_CHATS
+
+    [case] = [c for c in CASES if c.format == "vscode-copilot"]
+    parsed = parse_all(case.path)
+    assert [(e.role, e.kind, e.tool_name) for e in parsed.entries] == [
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),
+        ("assistant", "tool_input", "copilot_findTextInFiles"),
+        ("tool", "tool_output", "copilot_findTextInFiles"),
+        ("assistant", "tool_input", "run_in_terminal"),
+        ("tool", "tool_error", "run_in_terminal"),
+        ("assistant", "assistant_text", None),  # two Markdown pieces, one text
+        ("assistant", "tool_input", "copilot_think"),
+        ("user", "user_text", None),
+        ("assistant", "assistant_text", None),
+        ("system", "system", None),  # the request's error
+    ]
+    assert "pytest tests/test_moon.py -q" in parsed.entries[4].arguments
+    assert parsed.entries[6].content.startswith("The offset is hard-coded to UTC+10, but Hobart")
+    assert parsed.problems == []  # the torn last change waits
+    assert parsed.unknown == {"response/elicitation": 1}
+    older = parse_all(next(VSCODE_CHATS.glob("*.json")))
+    [title] = older.titles.values()
+    assert title.title == "Leap seconds in the tide table"
+    assert [e.kind for e in older.entries] == ["user_text", "assistant_text"]
