@@ -84,3 +84,27 @@ def flat(text: str) -> str:
     """Running text (an excerpt) on one line: line breaks become spaces, and the
     other characters `terminal_safe` escapes are escaped."""
     return terminal_safe(_BREAKS.sub(" ", text)).replace("\t", " ")
+
+
+def key_problem(name: str, value: object, *, max_chars: int) -> str | None:
+    """Why `value` cannot be stored as a key that is printed (a session id, a tool
+    name), or None: it must be 1 to `max_chars` characters of valid Unicode with no
+    control character (newline and tab included), line or paragraph separator or
+    bidirectional control, which could forge lines or reorder what is shown."""
+    if not isinstance(value, str) or not 0 < len(value) <= max_chars:
+        return f"{name} must be a string of 1 to {max_chars} characters"
+    for position, char in enumerate(value):
+        if char.isascii() and char.isprintable():
+            continue
+        code = ord(char)
+        if code in UNSAFE or char in "\n\t":
+            return (
+                f"{name} must not contain control, separator or bidirectional characters "
+                f"(U+{code:04X} at position {position})"
+            )
+        if 0xD800 <= code <= 0xDFFF:
+            return (
+                f"{name} contains a lone surrogate (U+{code:04X} at position {position}), "
+                "which is not valid Unicode"
+            )
+    return None
