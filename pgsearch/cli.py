@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import wraps
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
@@ -776,7 +777,6 @@ def _watch(
     With `include_forgotten`, the first pass over each file brings its forgotten
     sessions back; later passes leave what is forgotten afterwards forgotten."""
     import signal
-    from pathlib import Path
 
     from pgsearch.watch import Watcher
 
@@ -1032,6 +1032,29 @@ def _open_scope(
     return Scope(workspace=check_workspace(workspace), session_id=session_id)
 
 
+def _bound_roots(
+    open_scope: Scope | None, roots: Sequence[str], bound: Sequence[tuple[str, str]]
+) -> tuple[tuple[str, Path], ...]:
+    """The (workspace, directory) pairs of `serve`'s ingest roots: a bare root is the
+    open workspace's; in token mode every root names its workspace."""
+    from pgsearch.validate import check_workspace
+
+    pairs = [(check_workspace(ws), Path(d).resolve()) for ws, d in bound]
+    if roots and open_scope is None:
+        raise ConfigError(
+            "--ingest-root is for --open mode; with tokens, bind each directory to the "
+            "workspace whose tokens may ingest from it: --ingest-root-for WORKSPACE DIR"
+        )
+    if open_scope is not None:
+        strays = sorted({ws for ws, _ in pairs if ws != open_scope.workspace})
+        if strays:
+            raise ConfigError(
+                f"--open serves workspace {open_scope.workspace!r} only, not {strays[0]!r}"
+            )
+        pairs += [(open_scope.workspace, Path(d).resolve()) for d in roots]
+    return tuple(pairs)
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
@@ -1053,7 +1076,17 @@ def _open_scope(
     "ingest_roots",
     multiple=True,
     type=click.Path(exists=True, file_okay=False, path_type=str),
-    help="Serve POST /v1/ingest for files under this directory (repeatable).",
+    help="In --open mode, serve POST /v1/ingest for files under this directory (repeatable).",
+)
+@click.option(
+    "--ingest-root-for",
+    "bound_roots",
+    multiple=True,
+    nargs=2,
+    type=(str, click.Path(exists=True, file_okay=False, path_type=str)),
+    metavar="WORKSPACE DIR",
+    help="Serve POST /v1/ingest to WORKSPACE's write tokens for files under DIR "
+    "(repeatable); tokens of other workspaces cannot reach it.",
 )
 @click.option(
     "--rate",
@@ -1125,6 +1158,7 @@ def serve(
     write: bool,
     enable_append: bool,
     ingest_roots: Sequence[str],
+    bound_roots: Sequence[tuple[str, str]],
     rate: float | None,
     token_cache: float,
     pool_size: int | None,
@@ -1143,8 +1177,6 @@ def serve(
     rules (proxies, timeouts, open mode): docs/http.md.
     Needs the optional web packages: pip install 'pgsearch[http]'.
     """
-    from pathlib import Path
-
     open_scope = _open_scope(open_mode, host, workspace, session_id, write)
     try:
         import uvicorn
@@ -1159,7 +1191,7 @@ def serve(
         open_scope=open_scope,
         open_write=write,
         enable_append=enable_append,
-        ingest_roots=tuple(Path(r).resolve() for r in ingest_roots),
+        ingest_roots=_bound_roots(open_scope, ingest_roots, bound_roots),
         default_rate=rate or DEFAULT_RATE,
         token_cache_seconds=token_cache,
         allowed_hosts=tuple(allowed_hosts),
