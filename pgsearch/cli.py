@@ -21,7 +21,7 @@ import click
 from pgsearch import adapters, embedded, policy
 from pgsearch.errors import ConfigError, IngestError, PgSearchError
 from pgsearch.settings import DEFAULT_WATCH_INTERVAL, Settings
-from pgsearch.terminal import json_safe, terminal_safe
+from pgsearch.terminal import flat, inline, json_safe, quoted, terminal_safe
 from pgsearch.types import (
     DEFAULT_CONTEXT,
     DEFAULT_EXCERPT_BYTES,
@@ -398,15 +398,17 @@ def _render_result(result: SessionQueryResult, workspace: str) -> str:
             lines.append(result.notice)
         return "\n".join(lines)
     for i, m in enumerate(result.matches, 1):
-        tool = f" tool={m.tool_name}" if m.tool_name else ""
-        title = f' "{m.title}"' if m.title else ""
-        parent = f" parent={m.parent_session_id}" if m.parent_session_id else ""
+        # Stored fields quoted or flattened (`pgsearch.terminal.inline`, `flat`): a
+        # title or an id cannot add a line or pass for another field.
+        tool = f" tool={inline(m.tool_name)}" if m.tool_name else ""
+        title = f" {quoted(m.title)}" if m.title else ""
+        parent = f" parent={inline(m.parent_session_id)}" if m.parent_session_id else ""
         lines.append(
-            f"{i}. session={m.session_id}{parent} seq={m.seq} {m.kind} role={m.role}{tool} "
-            f"turn={m.turn} {m.created_at.isoformat(timespec='seconds')} "
+            f"{i}. session={inline(m.session_id)}{parent} seq={m.seq} {m.kind} role={m.role}"
+            f"{tool} turn={m.turn} {m.created_at.isoformat(timespec='seconds')} "
             f"score={m.score:.3f}{title}"
         )
-        lines.append(f"   {m.excerpt}")
+        lines.append(f"   {flat(m.excerpt)}")
     lines.append("")
     lines.append(
         f"{len(result.matches)} matches, {result.searched} entries searched"
@@ -416,7 +418,7 @@ def _render_result(result: SessionQueryResult, workspace: str) -> str:
         lines.append(result.notice)
     first = result.matches[0]
     lines.append(
-        f"open a window: pgsearch around -w {workspace} --session {first.session_id} "
+        f"open a window: pgsearch around -w {workspace} --session {inline(first.session_id)} "
         f"--seq {first.seq}"
     )
     if result.next_cursor:
@@ -527,8 +529,9 @@ def search(
 def _render_window(window: Window) -> str:
     lines = []
     for m in window.messages:
-        mark = ">>" if m.anchor else "  "
-        tool = f" tool={m.tool_name}" if m.tool_name else ""
+        # Headers start with a mark, message lines with spaces: no text passes for one.
+        mark = ">>" if m.anchor else "--"
+        tool = f" tool={inline(m.tool_name)}" if m.tool_name else ""
         lines.append(
             f"{mark} seq={m.seq} {m.kind} role={m.role}{tool} turn={m.turn} "
             f"{m.created_at.isoformat(timespec='seconds')}"
@@ -642,7 +645,8 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
         _echo(f"no sessions in workspace {workspace!r}")
     for s in rows:
         when = s.updated_at.isoformat(timespec="seconds") if s.updated_at else "-"
-        _echo(f"{s.session_id}\t{s.message_count} messages\t{when}\t{s.title or ''}")
+        title = quoted(s.title) if s.title else ""
+        _echo(f"{inline(s.session_id)}\t{s.message_count} messages\t{when}\t{title}")
 
 
 @main.command()
