@@ -622,6 +622,13 @@ def block_text(content: Any, *, types: tuple[str, ...] = ("text",)) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def as_list(value: Any) -> list[Any]:
+    """`value` when it is a list, a string as a list of one, anything else as empty."""
+    if isinstance(value, list):
+        return value
+    return [value] if isinstance(value, str) else []
+
+
 def int_or_none(value: Any) -> int | None:
     """`value` when it is an integer (not a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
