@@ -237,6 +237,12 @@ class AsyncProvider:
         self._driver = driver
         self.scope = scope
 
+    @property
+    def closed(self) -> bool:
+        """Whether the store behind this provider was closed (every call then fails
+        with `StoreClosed`)."""
+        return self._driver.closed
+
     async def search(self, request: SessionQueryRequest) -> SessionQueryResult:
         """Ranked matches within this provider's scope (`Provider.search`)."""
         return await self._driver.run(self._engine.unit(self.scope, request))

@@ -366,6 +366,12 @@ class Provider:
         self._driver = driver
         self.scope = scope
 
+    @property
+    def closed(self) -> bool:
+        """Whether the store behind this provider was closed (every call then fails
+        with `StoreClosed`)."""
+        return self._driver.closed
+
     def search(self, request: SessionQueryRequest) -> SessionQueryResult:
         """Ranked matches within this provider's scope."""
         return self._driver.run(self._engine.unit(self.scope, request))

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import wraps
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
@@ -21,7 +22,7 @@ import click
 from pgsearch import adapters, embedded, policy
 from pgsearch.errors import ConfigError, IngestError, PgSearchError
 from pgsearch.settings import DEFAULT_WATCH_INTERVAL, Settings
-from pgsearch.terminal import json_safe, terminal_safe
+from pgsearch.terminal import flat, inline, json_safe, quoted, terminal_safe
 from pgsearch.types import (
     DEFAULT_CONTEXT,
     DEFAULT_EXCERPT_BYTES,
@@ -398,15 +399,17 @@ def _render_result(result: SessionQueryResult, workspace: str) -> str:
             lines.append(result.notice)
         return "\n".join(lines)
     for i, m in enumerate(result.matches, 1):
-        tool = f" tool={m.tool_name}" if m.tool_name else ""
-        title = f' "{m.title}"' if m.title else ""
-        parent = f" parent={m.parent_session_id}" if m.parent_session_id else ""
+        # Stored fields quoted or flattened (`pgsearch.terminal.inline`, `flat`): a
+        # title or an id cannot add a line or pass for another field.
+        tool = f" tool={inline(m.tool_name)}" if m.tool_name else ""
+        title = f" {quoted(m.title)}" if m.title else ""
+        parent = f" parent={inline(m.parent_session_id)}" if m.parent_session_id else ""
         lines.append(
-            f"{i}. session={m.session_id}{parent} seq={m.seq} {m.kind} role={m.role}{tool} "
-            f"turn={m.turn} {m.created_at.isoformat(timespec='seconds')} "
+            f"{i}. session={inline(m.session_id)}{parent} seq={m.seq} {m.kind} role={m.role}"
+            f"{tool} turn={m.turn} {m.created_at.isoformat(timespec='seconds')} "
             f"score={m.score:.3f}{title}"
         )
-        lines.append(f"   {m.excerpt}")
+        lines.append(f"   {flat(m.excerpt)}")
     lines.append("")
     lines.append(
         f"{len(result.matches)} matches, {result.searched} entries searched"
@@ -416,7 +419,7 @@ def _render_result(result: SessionQueryResult, workspace: str) -> str:
         lines.append(result.notice)
     first = result.matches[0]
     lines.append(
-        f"open a window: pgsearch around -w {workspace} --session {first.session_id} "
+        f"open a window: pgsearch around -w {workspace} --session {inline(first.session_id)} "
         f"--seq {first.seq}"
     )
     if result.next_cursor:
@@ -527,8 +530,9 @@ def search(
 def _render_window(window: Window) -> str:
     lines = []
     for m in window.messages:
-        mark = ">>" if m.anchor else "  "
-        tool = f" tool={m.tool_name}" if m.tool_name else ""
+        # Headers start with a mark, message lines with spaces: no text passes for one.
+        mark = ">>" if m.anchor else "--"
+        tool = f" tool={inline(m.tool_name)}" if m.tool_name else ""
         lines.append(
             f"{mark} seq={m.seq} {m.kind} role={m.role}{tool} turn={m.turn} "
             f"{m.created_at.isoformat(timespec='seconds')}"
@@ -642,7 +646,8 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
         _echo(f"no sessions in workspace {workspace!r}")
     for s in rows:
         when = s.updated_at.isoformat(timespec="seconds") if s.updated_at else "-"
-        _echo(f"{s.session_id}\t{s.message_count} messages\t{when}\t{s.title or ''}")
+        title = quoted(s.title) if s.title else ""
+        _echo(f"{inline(s.session_id)}\t{s.message_count} messages\t{when}\t{title}")
 
 
 @main.command()
@@ -772,7 +777,6 @@ def _watch(
     With `include_forgotten`, the first pass over each file brings its forgotten
     sessions back; later passes leave what is forgotten afterwards forgotten."""
     import signal
-    from pathlib import Path
 
     from pgsearch.watch import Watcher
 
@@ -1028,6 +1032,29 @@ def _open_scope(
     return Scope(workspace=check_workspace(workspace), session_id=session_id)
 
 
+def _bound_roots(
+    open_scope: Scope | None, roots: Sequence[str], bound: Sequence[tuple[str, str]]
+) -> tuple[tuple[str, Path], ...]:
+    """The (workspace, directory) pairs of `serve`'s ingest roots: a bare root is the
+    open workspace's; in token mode every root names its workspace."""
+    from pgsearch.validate import check_workspace
+
+    pairs = [(check_workspace(ws), Path(d).resolve()) for ws, d in bound]
+    if roots and open_scope is None:
+        raise ConfigError(
+            "--ingest-root is for --open mode; with tokens, bind each directory to the "
+            "workspace whose tokens may ingest from it: --ingest-root-for WORKSPACE DIR"
+        )
+    if open_scope is not None:
+        strays = sorted({ws for ws, _ in pairs if ws != open_scope.workspace})
+        if strays:
+            raise ConfigError(
+                f"--open serves workspace {open_scope.workspace!r} only, not {strays[0]!r}"
+            )
+        pairs += [(open_scope.workspace, Path(d).resolve()) for d in roots]
+    return tuple(pairs)
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
@@ -1049,7 +1076,17 @@ def _open_scope(
     "ingest_roots",
     multiple=True,
     type=click.Path(exists=True, file_okay=False, path_type=str),
-    help="Serve POST /v1/ingest for files under this directory (repeatable).",
+    help="In --open mode, serve POST /v1/ingest for files under this directory (repeatable).",
+)
+@click.option(
+    "--ingest-root-for",
+    "bound_roots",
+    multiple=True,
+    nargs=2,
+    type=(str, click.Path(exists=True, file_okay=False, path_type=str)),
+    metavar="WORKSPACE DIR",
+    help="Serve POST /v1/ingest to WORKSPACE's write tokens for files under DIR "
+    "(repeatable); tokens of other workspaces cannot reach it.",
 )
 @click.option(
     "--rate",
@@ -1121,6 +1158,7 @@ def serve(
     write: bool,
     enable_append: bool,
     ingest_roots: Sequence[str],
+    bound_roots: Sequence[tuple[str, str]],
     rate: float | None,
     token_cache: float,
     pool_size: int | None,
@@ -1139,8 +1177,6 @@ def serve(
     rules (proxies, timeouts, open mode): docs/http.md.
     Needs the optional web packages: pip install 'pgsearch[http]'.
     """
-    from pathlib import Path
-
     open_scope = _open_scope(open_mode, host, workspace, session_id, write)
     try:
         import uvicorn
@@ -1155,7 +1191,7 @@ def serve(
         open_scope=open_scope,
         open_write=write,
         enable_append=enable_append,
-        ingest_roots=tuple(Path(r).resolve() for r in ingest_roots),
+        ingest_roots=_bound_roots(open_scope, ingest_roots, bound_roots),
         default_rate=rate or DEFAULT_RATE,
         token_cache_seconds=token_cache,
         allowed_hosts=tuple(allowed_hosts),

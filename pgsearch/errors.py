@@ -31,6 +31,10 @@ class OutcomeUnknown(StoreError):
     """The connection was lost after COMMIT was sent: whether the work was stored is unknown."""
 
 
+class StoreClosed(StoreError):
+    """This PgSearch was closed; open a new one to go on."""
+
+
 class SchemaOutOfDate(StoreError):
     """The database schema is not at the version this pgsearch needs; run `pgsearch migrate`."""
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from pgsearch import policy
 from pgsearch.errors import IngestError
+from pgsearch.terminal import key_problem
 from pgsearch.types import MAX_ID_CHARS
 
 #: Longest accepted line (bytes). Larger lines are rejected, not truncated.
@@ -257,6 +258,14 @@ def entry_from_object(
     if call_ids:
         # Kept so that a result appended later can be named after its call.
         extra["tool_call_ids"] = list(call_ids)
+    for key, value in (("session_id", sid), *(("tool name", n) for n in names)):
+        problem = key_problem(key, value, max_chars=MAX_ID_CHARS)
+        if problem is not None:
+            raise ValueError(problem)
+    if tool_name is not None and not names:
+        problem = key_problem("'name'", tool_name, max_chars=MAX_ID_CHARS)
+        if problem is not None:
+            raise ValueError(problem)
     return Entry(
         session_id=sid,
         seq=seq,
@@ -335,6 +344,10 @@ def iter_jsonl(
                 f"{reason}: {exc.msg.removesuffix(' at')} at column {exc.colno}",
                 path=path,
                 line=lineno,
+            ) from None
+        except ValueError:  # an integer longer than Python reads
+            raise IngestError(
+                "a number of more than 4,300 digits", path=path, line=lineno
             ) from None
         try:
             entry = entry_from_object(

@@ -31,6 +31,7 @@ from pgsearch.errors import InvalidQuery, PgSearchError, ScopeError
 from pgsearch.excerpt import clip, truncate_bytes, utf8_len
 from pgsearch.messages import parse_time
 from pgsearch.settings import Settings
+from pgsearch.terminal import flat, inline, json_safe, quoted, terminal_safe
 from pgsearch.types import (
     DEFAULT_CONTEXT,
     DEFAULT_LIMIT,
@@ -525,7 +526,7 @@ async def run_tool_async(
 
 
 def _args_json(args: Mapping[str, Any]) -> str:
-    return json.dumps(dict(args), ensure_ascii=False, separators=(", ", ": "))
+    return json_safe(json.dumps(dict(args), ensure_ascii=False, separators=(", ", ": ")))
 
 
 def _when(value: datetime) -> str:
@@ -593,14 +594,15 @@ def render_search(
     if result.notice:
         lines.append(f"Note: {result.notice}.")
     for i, m in enumerate(result.matches, 1):
-        tool = f" tool={m.tool_name}" if m.tool_name else ""
-        title = f' title="{m.title}"' if m.title else ""
-        parent = f" parent_session_id={m.parent_session_id}" if m.parent_session_id else ""
+        # Stored fields are quoted or flattened: none can add a line or a field.
+        tool = f" tool={inline(m.tool_name)}" if m.tool_name else ""
+        title = f" title={quoted(m.title)}" if m.title else ""
+        parent = f" parent_session_id={inline(m.parent_session_id)}" if m.parent_session_id else ""
         lines.append(
-            f"[{i}] session_id={m.session_id}{parent} seq={m.seq} {m.kind} role={m.role}{tool} "
-            f"turn={m.turn} at={_when(m.created_at)}{title}"
+            f"[{i}] session_id={inline(m.session_id)}{parent} seq={m.seq} {m.kind} "
+            f"role={m.role}{tool} turn={m.turn} at={_when(m.created_at)}{title}"
         )
-        lines.append("    " + m.excerpt.replace("\n", " "))
+        lines.append("    " + flat(m.excerpt))
     first = result.matches[0]
     hint = (
         f"Next: session_around {_args_json({'session_id': first.session_id, 'seq': first.seq})}"
@@ -616,7 +618,7 @@ def render_search(
 
 def _message_header(m: Any) -> str:
     mark = ">>" if m.anchor else "--"
-    tool = f" tool={m.tool_name}" if m.tool_name else ""
+    tool = f" tool={inline(m.tool_name)}" if m.tool_name else ""
     return f"{mark} seq={m.seq} {m.kind} role={m.role}{tool} turn={m.turn} at={_when(m.created_at)}"
 
 
@@ -625,7 +627,7 @@ def render_window(window: Window, *, tool: str, note: str | None = None) -> str:
     msgs = window.messages
     if tool == AROUND:
         head = (
-            f"session_id={window.session_id}: {len(msgs)} messages around seq "
+            f"session_id={inline(window.session_id)}: {len(msgs)} messages around seq "
             f"{window.anchor_seq} (marked >>)."
         )
         first, last = (msgs[0].seq, msgs[-1].seq) if msgs else (0, window.anchor_seq)
@@ -636,7 +638,10 @@ def render_window(window: Window, *, tool: str, note: str | None = None) -> str:
             + ("; a larger before shows earlier messages." if first > 0 else ".")
         )
     else:
-        head = f"session_id={window.session_id}: {len(msgs)} messages from seq {window.anchor_seq}."
+        head = (
+            f"session_id={inline(window.session_id)}: {len(msgs)} messages from seq "
+            f"{window.anchor_seq}."
+        )
         if window.next_seq is not None:
             hint = "Next page: session_messages " + _args_json(
                 {"session_id": window.session_id, "start_seq": window.next_seq}
@@ -652,7 +657,9 @@ def render_window(window: Window, *, tool: str, note: str | None = None) -> str:
     for m, header in zip(msgs, headers, strict=True):
         lines.append(header)
         body = clip(m.content, per_message)
-        lines.extend("   " + line for line in (body.splitlines() or [""]))
+        # Every line of a message is indented under its header, escaped: the text
+        # cannot start a line of its own or hide what follows it.
+        lines.extend("   " + terminal_safe(line) for line in (body.splitlines() or [""]))
     return _cap("\n".join(lines), hint)
 
 
@@ -692,10 +699,10 @@ def session_tools(provider: ScopedProvider | None, *, probe: bool = True) -> lis
     """The session tools bound to `provider`, or none when it cannot serve.
 
     With `probe`, one cheap browse checks that the database answers and has the
-    schema; a provider that fails it (or ``None``) yields an empty list rather than
-    tools that could only answer errors.
+    schema; a provider that fails it (or ``None``, or one whose store was closed)
+    yields an empty list rather than tools that could only answer errors.
     """
-    if provider is None:
+    if provider is None or getattr(provider, "closed", False):
         return []
     if probe:
         try:

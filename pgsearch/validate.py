@@ -9,7 +9,7 @@ from pgsearch import policy
 from pgsearch.errors import ConfigError, InvalidQuery, ScopeError
 from pgsearch.plan import Filters
 from pgsearch.settings import Settings
-from pgsearch.terminal import UNSAFE
+from pgsearch.terminal import key_problem
 from pgsearch.types import MAX_ID_CHARS, Scope, SessionQueryRequest
 
 MAX_WORKSPACE_CHARS = 200
@@ -71,29 +71,12 @@ def check_key(name: str, value: object, *, max_chars: int = MAX_ID_CHARS) -> str
 
 def check_stored_key(name: str, value: object, *, max_chars: int = MAX_ID_CHARS) -> str:
     """`value` if it may be stored as a key shown to people and agents (a session id,
-    a tool name), else ValueError naming what is wrong and where.
-
-    Besides what `check_key` refuses, a stored key may hold no control character
-    (newline and tab included), no line or paragraph separator and no bidirectional
-    control: printed in a listing or a tool's text, such a key could forge lines
-    or reorder what is shown around it.
-    """
-    if not isinstance(value, str) or not 0 < len(value) <= max_chars:
-        raise ValueError(f"{name} must be a string of 1 to {max_chars} characters")
-    for position, char in enumerate(value):
-        if char.isascii() and char.isprintable():
-            continue
-        code = ord(char)
-        if code in UNSAFE or char in "\n\t":
-            raise ValueError(
-                f"{name} must not contain control, separator or bidirectional characters "
-                f"(U+{code:04X} at position {position})"
-            )
-        if 0xD800 <= code <= 0xDFFF:
-            raise ValueError(
-                f"{name} contains a lone surrogate (U+{code:04X} at position {position}), "
-                "which is not valid Unicode"
-            )
+    a tool name), else ValueError naming what is wrong and where
+    (`pgsearch.terminal.key_problem`)."""
+    problem = key_problem(name, value, max_chars=max_chars)
+    if problem is not None:
+        raise ValueError(problem)
+    assert isinstance(value, str)
     return value
 
 

@@ -2,14 +2,15 @@
 
 ``openai`` is pgsearch's own JSON Lines format (`pgsearch.messages`), one message
 per line with ``seq`` = line number, read under the strict line policy. The
-agent-log formats (``claude-code``, ``codex``, ``gemini``, ``opencode``) can turn
-one line into several entries (one per content block) or none (bookkeeping
-lines), so their entries get consecutive ``seq`` numbers per session in file
-order instead, a file that grows continues where the session stopped, and their
-lines are read under the lenient line policy (`pgsearch.adapters.common`).
+agent-log formats (every other one) can turn one line into several entries (one
+per content block) or none (bookkeeping lines), so their entries get consecutive
+``seq`` numbers per session in file order instead, a file that grows continues
+where the session stopped, and their lines are read under the lenient line policy
+(`pgsearch.adapters.common`).
 
 Line formats are read on from where the last pass stopped; document formats (a
-Gemini CLI session document or saved chat, an OpenCode session) are read whole
+Gemini CLI session document or saved chat, an OpenCode session, a Cline task, an
+Amp thread, a VS Code chat session, an agent's SQLite store) are read whole
 whenever they change.
 
 Every adapter is pure: it gets the file's bytes and the offset where the unread

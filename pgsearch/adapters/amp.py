@@ -35,6 +35,7 @@ from pgsearch.adapters.common import (
     SessionTitle,
     ToolCall,
     arguments_json,
+    as_list,
     block_text,
     ident,
     int_or_none,
@@ -153,7 +154,7 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
 def _blocks(line: LineEntries, message: dict[str, Any], calls: dict[str, ToolCall]) -> None:
     """The entries of one message's blocks, in order."""
     content = message.get("content")
-    blocks: list[Any] = [content] if isinstance(content, str) else list(content or ())
+    blocks = as_list(content)
     pending: list[str] = []
     role = "assistant" if message.get("role") == "assistant" else "user"
     kind = policy.ASSISTANT_TEXT if role == "assistant" else policy.USER_TEXT

@@ -332,6 +332,8 @@ class _Parser:
         if kind == "attachment":
             return self.attachment(lineno, obj)
         if kind not in EVENT_TYPES:
+            if kind not in BOOKKEEPING_TYPES and ("sessionId" in obj or "uuid" in obj):
+                self.parsed.skip_unknown(kind)  # an event type of a newer Claude Code
             return None
         created = timestamp(obj.get("timestamp"), path=self.path, line=lineno)
         sid = self.session_for(obj, lineno)

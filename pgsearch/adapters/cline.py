@@ -39,6 +39,7 @@ from pgsearch.adapters.common import (
     LineEntries,
     Parsed,
     ident,
+    name_of,
     quiet_time,
     text,
     timestamp,
@@ -203,7 +204,7 @@ def _message(
     child: bool,
 ) -> str | None:
     """Add `message`'s entries to `line`; returns the latest tool called."""
-    kind = message.get("say") if message.get("type") == "say" else message.get("ask")
+    kind = name_of(message.get("say") if message.get("type") == "say" else message.get("ask"))
     raw = text(message.get("text"))
     images = message.get("images")
     shown = raw + ("\n[image]" * len(images) if isinstance(images, list) else "")

@@ -32,7 +32,18 @@ HEADER_LINES = 64
 MAX_PROBLEMS = 20
 #: Errors a line handler may raise on a value of an unexpected JSON type; under the
 #: lenient policy they skip the line like any other unreadable line.
-SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError)
+SHAPE_ERRORS = (
+    TypeError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    ValueError,
+    # A number too large for what it is used as (a 400-digit timestamp).
+    OverflowError,
+    RecursionError,
+)
+#: What `json.loads` says of an integer longer than Python reads (4,300 digits).
+TOO_LONG_NUMBER = "a number of more than 4,300 digits"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,6 +236,11 @@ class Lines:
                     return  # a torn last line waits for the rest of it
                 reason = "truncated last line" if last else "invalid JSON"
                 self._bad(f"{reason}: {exc.msg.removesuffix(' at')} at column {exc.colno}", lineno)
+                self._advance(after, lineno)
+                pos = after
+                continue
+            except ValueError:
+                self._bad(f"unreadable line: {TOO_LONG_NUMBER}", lineno)
                 self._advance(after, lineno)
                 pos = after
                 continue
@@ -604,6 +620,13 @@ def block_text(content: Any, *, types: tuple[str, ...] = ("text",)) -> str:
             elif btype in ("document", "file"):
                 parts.append("[file]")
     return "\n".join(p for p in parts if p)
+
+
+def as_list(value: Any) -> list[Any]:
+    """`value` when it is a list, a string as a list of one, anything else as empty."""
+    if isinstance(value, list):
+        return value
+    return [value] if isinstance(value, str) else []
 
 
 def int_or_none(value: Any) -> int | None:

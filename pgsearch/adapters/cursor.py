@@ -103,7 +103,7 @@ class _Parser:
     def assistant(self, line: LineEntries, blocks: list[Any]) -> None:
         pending: list[str] = []
         for block in blocks:
-            btype = block.get("type") if isinstance(block, dict) else None
+            btype = name_of(block.get("type")) if isinstance(block, dict) else None
             if isinstance(block, str) or btype == "text":
                 pending.append(block_text([block]))
             elif btype in _CALLS and isinstance(block, dict):
@@ -121,7 +121,7 @@ class _Parser:
 
     def user(self, line: LineEntries, blocks: list[Any]) -> None:
         for block in blocks:
-            btype = block.get("type") if isinstance(block, dict) else None
+            btype = name_of(block.get("type")) if isinstance(block, dict) else None
             if btype in _RESULTS and isinstance(block, dict):
                 name, command = self.last_call or (None, None)
                 line.result(
@@ -164,7 +164,7 @@ def _last_call(data: bytes, end: int) -> tuple[str, str | None] | None:
             obj = None
         if isinstance(obj, dict) and looks_like(obj) and obj["role"] == "assistant":
             for block in reversed(obj["message"]["content"]):
-                if isinstance(block, dict) and block.get("type") in _CALLS:
+                if isinstance(block, dict) and name_of(block.get("type")) in _CALLS:
                     name = ident(block.get("name")) or "unknown"
                     arguments = block.get("input", block.get("arguments"))
                     return name, shell_command(arguments) if name in _SHELL_TOOLS else None

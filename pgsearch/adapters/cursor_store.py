@@ -36,6 +36,7 @@ from pgsearch.adapters.common import (
     SessionTitle,
     arguments_json,
     ident,
+    name_of,
     quiet_time,
     text,
     timestamp,
@@ -144,7 +145,7 @@ def _bubble(line: LineEntries, bubble: dict[str, Any]) -> None:
     result = tool.get("result")
     output = text(result) if isinstance(result, str) else arguments_json(result)
     status = tool.get("status") or _obj(tool.get("additionalData")).get("status")
-    line.result(output, tool_name=name, marked=status in _ERROR_STATUSES)
+    line.result(output, tool_name=name, marked=name_of(status) in _ERROR_STATUSES)
 
 
 ADAPTER = Adapter(

@@ -89,7 +89,7 @@ def looks_like(obj: dict[str, Any]) -> bool:
         return "cwd" in obj and "id" in obj and "version" in obj
     message = obj.get("message")
     if kind == "message" and isinstance(message, dict):
-        return message.get("role") in MESSAGE_ROLES and "parentId" in obj
+        return name_of(message.get("role")) in MESSAGE_ROLES and "parentId" in obj
     return kind in ("compaction", "branch_summary", "session_info") and "parentId" in obj
 
 

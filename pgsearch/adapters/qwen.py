@@ -172,7 +172,7 @@ class _Parser:
         context = [t for t in texts if t.lstrip().startswith(_HOOK_PREFIX)]
         shown = text(payload.get("displayText"))
         body = shown or "\n".join(typed)
-        if obj.get("subtype") in _SYSTEM_USER:
+        if name_of(obj.get("subtype")) in _SYSTEM_USER:
             line.text("system", policy.SYSTEM, body, extra={"subtype": text(obj["subtype"])})
         else:
             line.text("user", policy.USER_TEXT, body)

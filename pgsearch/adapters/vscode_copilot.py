@@ -35,6 +35,7 @@ from pgsearch.adapters.common import (
     Parsed,
     SessionTitle,
     arguments_json,
+    as_list,
     ident,
     name_of,
     quiet_time,
@@ -225,7 +226,7 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
     title = text(doc.get("customTitle")).strip()
     if title:
         parsed.titles[sid] = SessionTitle(title=title, auto=True)
-    for position, request in enumerate(doc.get("requests") or ()):
+    for position, request in enumerate(as_list(doc.get("requests"))):
         if not isinstance(request, dict):
             continue
         try:
@@ -238,7 +239,7 @@ def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHe
         )
         line.text("user", policy.USER_TEXT, text(_obj(request.get("message")).get("text")))
         pending: list[str] = []
-        for item in request.get("response") or ():
+        for item in as_list(request.get("response")):
             if not isinstance(item, dict):
                 continue
             kind = name_of(item.get("kind"))

@@ -38,7 +38,7 @@ from psycopg import pq, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
 from pgsearch.db.connector import (
     _TRANSIENT,
@@ -62,6 +62,7 @@ from pgsearch.errors import (
     ConfigError,
     OutcomeUnknown,
     PgSearchError,
+    StoreClosed,
     StoreError,
     StoreUnavailable,
 )
@@ -330,6 +331,8 @@ class _Core:
         self._handed_out: dict[str, float] = {}
         self._captures: list[list[UnitRecord]] = []
         self._capture_lock = threading.Lock()
+        #: Set by `close`: every later unit fails with `StoreClosed`, at once.
+        self.closed = False
 
     # --- statements around the work ------------------------------------------------
 
@@ -426,6 +429,10 @@ class _Core:
         node: str = PRIMARY,
     ) -> PgSearchError:
         prefix = f"{context}: " if context else ""
+        if isinstance(exc, PoolClosed) or self.closed:
+            closed = StoreClosed(f"{prefix}{StoreClosed.__doc__}")
+            closed.__cause__ = exc
+            return closed
         if isinstance(exc, PoolTimeout):
             # Waited the pool's whole timeout already: retrying on the primary would
             # only multiply the wait; a standby is skipped and the read goes elsewhere.
@@ -447,6 +454,11 @@ class _Core:
             out.__cause__ = exc
             return out
         return _wrapped(exc, context)
+
+    def _check_open(self, unit: Unit[Any]) -> None:
+        if self.closed:
+            prefix = f"{unit.context}: " if unit.context else ""
+            raise StoreClosed(f"{prefix}{StoreClosed.__doc__}")
 
     def _saturated(self, node: str) -> bool:
         """Whether `node`'s pool timed out because its connections were in use, not
@@ -712,6 +724,7 @@ class Driver(_Core):
 
     def close(self) -> None:
         """Close every pool (connections in use are closed when returned)."""
+        self.closed = True
         for pool in self._pools.values():
             pool.close()
 
@@ -733,7 +746,7 @@ class Driver(_Core):
         pool = self._pools[PRIMARY]
         try:
             conn = pool.getconn(timeout=SAMPLE_TIMEOUT)
-        except PoolTimeout:
+        except (PoolTimeout, PoolClosed):
             return None
         try:
             with conn.cursor(row_factory=_decoder(statement)) as cur:
@@ -747,6 +760,7 @@ class Driver(_Core):
 
     def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
+        self._check_open(unit)
         rec = _Recorder(unit.context, unit.write, unit.workspace, keep=bool(self._captures))
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
@@ -784,7 +798,7 @@ class Driver(_Core):
         try:
             conn = pool.getconn()
             self._handed_out[choice.node] = time.monotonic()
-        except PoolTimeout as exc:
+        except (PoolTimeout, PoolClosed) as exc:
             raise self._error(
                 exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
             ) from exc
@@ -958,6 +972,7 @@ class AsyncDriver(_Core):
         await pool.putconn(conn)
 
     async def close(self) -> None:
+        self.closed = True
         for pool in self._pools.values():
             await pool.close()
 
@@ -976,7 +991,7 @@ class AsyncDriver(_Core):
         pool = self._pools[PRIMARY]
         try:
             conn = await pool.getconn(timeout=SAMPLE_TIMEOUT)
-        except PoolTimeout:
+        except (PoolTimeout, PoolClosed):
             return None
         try:
             async with conn.cursor(row_factory=_decoder(statement)) as cur:
@@ -990,6 +1005,7 @@ class AsyncDriver(_Core):
 
     async def run(self, unit: Unit[T]) -> T:
         """Run `unit` in one transaction, retried per the module's policy."""
+        self._check_open(unit)
         rec = _Recorder(unit.context, unit.write, unit.workspace, keep=bool(self._captures))
         excluded: set[str] = set()
         for attempt in range(1, RETRY_ATTEMPTS + 1):
@@ -1027,7 +1043,7 @@ class AsyncDriver(_Core):
         try:
             conn = await pool.getconn()
             self._handed_out[choice.node] = time.monotonic()
-        except PoolTimeout as exc:
+        except (PoolTimeout, PoolClosed) as exc:
             raise self._error(
                 exc, None, unit.context, commit_sent=False, write=unit.write, node=choice.node
             ) from exc

@@ -34,6 +34,8 @@ from pgsearch.ingest.targets import FileJob
 from pgsearch.messages import Entry, iter_jsonl
 from pgsearch.settings import Settings
 from pgsearch.sources import FileView, is_assembled, open_source, read_source
+from pgsearch.terminal import key_problem
+from pgsearch.types import MAX_ID_CHARS
 
 #: Bytes read from the head of a large file to find its format and header.
 _HEAD_BYTES = 1 << 20
@@ -292,11 +294,56 @@ def plain_entries(
 def parse(adapter: Adapter, data: bytes, resume: Resume, shown: str, header: Any) -> Parsed:
     """What `adapter` reads of `data` from the resume point."""
     try:
-        return adapter.parse(data, resume.start, resume.first_line, path=shown, header=header)
+        parsed = adapter.parse(data, resume.start, resume.first_line, path=shown, header=header)
+        return _printable_keys(parsed, shown, lines=not adapter.is_document(data))
     except IngestError as exc:
         if adapter.name == adapters.OPENAI:
             raise named_formats(exc) from None
         raise
+    except (ValueError, OverflowError, RecursionError) as exc:
+        # A value no line's policy caught (a session document holding a number of
+        # thousands of digits): this file is unreadable, the others of the run go on.
+        raise IngestError(f"unreadable {adapter.name} file ({_reason(exc)})", path=shown) from None
+
+
+def _printable_keys(parsed: Parsed, shown: str, *, lines: bool) -> Parsed:
+    """`parsed` without the entries whose session id or tool name could not be
+    printed as itself (a newline, a control or bidirectional character): under the
+    line policy their lines are bad lines, named by file and line (`lines`: entries
+    carry their line, as seq + 1; a session document names the file only)."""
+    bad: dict[int, str] = {}
+    kept: list[Entry] = []
+    for entry in parsed.entries:
+        problem = _key_problem(entry.session_id, *entry.tool_names())
+        if problem is None:
+            kept.append(entry)
+        else:
+            bad.setdefault(entry.seq, problem)
+    for seq, problem in sorted(bad.items()):
+        parsed.problem(IngestError(problem, path=shown, line=seq + 1 if lines else None))
+    if bad:
+        parsed.entries = kept
+    for sid in [s for s in parsed.titles if _key_problem(s)]:
+        del parsed.titles[sid]
+    for child, parent in list(parsed.parents.items()):
+        if _key_problem(child, parent):
+            del parsed.parents[child]
+    return parsed
+
+
+def _key_problem(session_id: str, *tool_names: str) -> str | None:
+    keys = [("session_id", session_id), *(("tool name", name) for name in tool_names)]
+    return next(
+        (p for p in (key_problem(k, v, max_chars=MAX_ID_CHARS) for k, v in keys) if p), None
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply"
+    if isinstance(exc, ValueError) and "integer string conversion" in str(exc):
+        return "a number of more than 4,300 digits"
+    return str(exc)[:200] or type(exc).__name__
 
 
 def named_formats(exc: IngestError) -> IngestError:

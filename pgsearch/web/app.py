@@ -94,7 +94,10 @@ class ServeConfig:
     #: `POST /v1/append` answers (else 404).
     enable_append: bool = False
     #: `POST /v1/ingest` answers for files under these directories (none: 404).
-    ingest_roots: tuple[Path, ...] = ()
+    #: `POST /v1/ingest` answers for files under these directories, each bound to the
+    #: one workspace whose tokens may ingest from it: (workspace, root) pairs (none:
+    #: 404). A workspace's tokens never reach another workspace's files.
+    ingest_roots: tuple[tuple[str, Path], ...] = ()
     default_rate: float = DEFAULT_RATE
     token_cache_seconds: float = 5.0
     #: Failed token checks per second a client address may cause.
@@ -107,6 +110,10 @@ class ServeConfig:
     body_timeout: float = BODY_TIMEOUT
     #: Seconds a health check's answer is reused (each check costs a query).
     health_cache_seconds: float = HEALTH_CACHE_SECONDS
+
+    def roots_for(self, workspace: str) -> list[Path]:
+        """The ingest roots bound to `workspace`."""
+        return [root for bound, root in self.ingest_roots if bound == workspace]
 
     def policy(self) -> RequestPolicy:
         """The Host/Origin rules of this configuration."""
@@ -359,7 +366,7 @@ class Api:
                 "token_id": caller.token_id,
                 "rate_per_second": caller.rate,
                 "append": self.config.enable_append,
-                "ingest": bool(self.config.ingest_roots),
+                "ingest": bool(self.config.roots_for(caller.scope.workspace)),
             }
         )
 
@@ -377,8 +384,7 @@ class Api:
         return JSONResponse({"session_id": session, "appended": count})
 
     async def ingest(self, request: Request) -> Response:
-        roots = self.config.ingest_roots
-        if not roots:
+        if not self.config.ingest_roots:
             raise ApiError(
                 "not_found",
                 "ingesting files is not enabled on this server (pgsearch serve --ingest-root DIR)",
@@ -386,10 +392,17 @@ class Api:
         caller = await self.caller(request, write=True)
         body = await _json_body(request, inputs.MAX_SEARCH_BODY, self.config.body_timeout)
         path, session, fmt = inputs.ingest_body(body, caller.scope)
+        roots = self.config.roots_for(caller.scope.workspace)
+        if not roots:
+            raise ApiError(
+                "scope",
+                f"no ingest root is bound to workspace {caller.scope.workspace!r} "
+                "(pgsearch serve --ingest-root-for WORKSPACE DIR)",
+            )
         from pgsearch.ingest import confine
 
         try:
-            confine(Path(path), list(roots))
+            confine(Path(path), roots)
         except IngestError as exc:
             raise ApiError("scope", exc.reason) from None
         result = await self.db.ingest_file(

@@ -331,7 +331,7 @@ def test_around_marks_the_anchor(shared: str) -> None:
     out = ok(
         pgsearch("around", "-w", "demo", "--session", "cron-refactor", "--seq", "5", dsn=shared)
     )
-    headers = [line for line in out.splitlines() if re.match(r"^(>>| {2}) seq=\d+ ", line)]
+    headers = [line for line in out.splitlines() if re.match(r"^(>>|--) seq=\d+ ", line)]
     assert [re.search(r"seq=(\d+)", h).group(1) for h in headers] == [  # type: ignore[union-attr]
         str(seq) for seq in range(2, 9)
     ]

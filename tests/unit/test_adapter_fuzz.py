@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -177,3 +178,45 @@ def test_opencode_sessions_of_any_shape_never_crash_a_run(
     path: tuple[Any, ...], new: Any, tmp_path: Path
 ) -> None:
     _read("opencode", json.dumps(_replace(OPENCODE, path, new)).encode(), tmp_path)
+
+
+# --- the agents added after the first four -------------------------------------------
+
+from pgsearch.sources import read_source  # noqa: E402
+from tests.agent_cases import CASES, DOCUMENT_FORMATS  # noqa: E402
+
+for _case in CASES:
+    if _case.format not in DOCUMENT_FORMATS and _case.format != "aider":
+        TEMPLATES[_case.id] = _lines(_case.path)
+#: Each added format's fixture as a document (read whole, assembled where ingest does).
+DOCUMENTS = {
+    c.id: (c.format, json.loads(read_source(c.path, shown=str(c.path)).data))
+    for c in CASES
+    if c.format in DOCUMENT_FORMATS and c.format != "vscode-copilot"
+}
+LINE_IDS = sorted(k for k in TEMPLATES if k not in ("claude-code", "codex", "gemini", "openai"))
+SOME = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@pytest.mark.parametrize("name", LINE_IDS)
+@SOME
+@given(data=st.data())
+def test_added_agents_lines_of_any_shape_never_crash_a_run(
+    name: str, data: st.DataObject, tmp_path: Path
+) -> None:
+    fmt = next(c.format for c in CASES if c.id == name)
+    _read(fmt, data.draw(mutated(name)), tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTS))
+@SOME
+@given(data=st.data())
+def test_added_agents_documents_of_any_shape_never_crash_a_run(
+    name: str, data: st.DataObject, tmp_path: Path
+) -> None:
+    fmt, document = DOCUMENTS[name]
+    path = data.draw(st.sampled_from(_paths(document)))
+    new = data.draw(JSON)
+    _read(fmt, json.dumps(_replace(document, path, new)).encode(), tmp_path)

@@ -187,6 +187,7 @@ def test_unknown_event_types_are_skipped(tmp_path: Path) -> None:
         ("user", "user_text", None),
         ("assistant", "assistant_text", None),
     ]
+    assert parse_all(path).unknown == {"brand-new-event": 1}  # skipped, and counted
 
 
 # --- real shapes, hand-written fixtures -------------------------------------------

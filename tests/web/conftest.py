@@ -159,7 +159,9 @@ def ingest_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def server(http_dsn: str, tokens: dict[str, str], ingest_root: Path) -> Iterator[LiveServer]:
     """Token mode with appends and ingests on; tokens are looked up on every request."""
-    config = ServeConfig(enable_append=True, ingest_roots=(ingest_root,), token_cache_seconds=0)
+    config = ServeConfig(
+        enable_append=True, ingest_roots=((WORKSPACE, ingest_root),), token_cache_seconds=0
+    )
     with LiveServer(config, Settings.from_env(dsn=http_dsn)) as live:
         yield live
 

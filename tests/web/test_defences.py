@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -446,3 +447,54 @@ def test_connections_beyond_the_limit_are_refused(http_dsn: str) -> None:
                 sock.close()
         time.sleep(0.3)
         assert requests.get(served.url + "/healthz", timeout=10).status_code == 200
+
+
+# --- ingest roots belong to workspaces -------------------------------------------------------
+
+
+def test_a_workspace_cannot_ingest_another_workspaces_files(
+    http_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from tests.conftest import EXAMPLES
+    from tests.web.conftest import OTHER
+
+    acme_root = tmp_path_factory.mktemp("acme-logs")
+    rival_root = tmp_path_factory.mktemp("rival-logs")
+    (acme_root / "private.jsonl").write_bytes((EXAMPLES / "pokemon-i18n.jsonl").read_bytes())
+    (rival_root / "own.jsonl").write_bytes((EXAMPLES / "pokemon-i18n.jsonl").read_bytes())
+    with PgSearch.connect(http_dsn) as pg:
+        acme = pg.create_token(workspace=WORKSPACE, write=True).secret
+        rival = pg.create_token(workspace=OTHER, write=True).secret
+        before = pg.stats(workspace=OTHER).messages
+    config = ServeConfig(ingest_roots=((WORKSPACE, acme_root), (OTHER, rival_root)))
+    with LiveServer(config, Settings.from_env(dsn=http_dsn)) as live:
+        # The rival's write token asks for acme's file, to read it in its own workspace.
+        stolen = client(live, rival).post(
+            "/v1/ingest", {"path": str(acme_root / "private.jsonl"), "session_id": "stolen"}
+        )
+        assert stolen.status_code == 403 and error_code(stolen) == "scope", stolen.text
+        for own, secret in ((acme_root / "private.jsonl", acme), (rival_root / "own.jsonl", rival)):
+            done = client(live, secret).post("/v1/ingest", {"path": str(own)})
+            assert done.status_code == 200, done.text
+        assert client(live, rival).get("/v1/whoami").json()["ingest"] is True
+    with PgSearch.connect(http_dsn) as pg:
+        assert pg.session_info(workspace=OTHER, session_id="stolen") is None
+        assert pg.stats(workspace=OTHER).messages == before + 5
+    # A server whose roots are bound to acme only gives the rival nothing to ingest.
+    only_acme = ServeConfig(ingest_roots=((WORKSPACE, acme_root),))
+    with LiveServer(only_acme, Settings.from_env(dsn=http_dsn)) as live:
+        refused = client(live, rival).post("/v1/ingest", {"path": str(acme_root / "private.jsonl")})
+        assert refused.status_code == 403 and "no ingest root" in refused.text
+        assert client(live, rival).get("/v1/whoami").json()["ingest"] is False
+
+
+def test_serve_binds_every_ingest_root_to_a_workspace(http_dsn: str, tmp_path: Path) -> None:
+    from tests.acceptance.test_cli import pgsearch
+
+    bare = pgsearch("serve", "--ingest-root", str(tmp_path), dsn=http_dsn)
+    assert bare.returncode == 1 and "--ingest-root-for WORKSPACE DIR" in bare.stderr
+    other = pgsearch(
+        "serve", "--open", "-w", WORKSPACE, "--ingest-root-for", "rival", str(tmp_path),
+        dsn=http_dsn,
+    )  # fmt: skip
+    assert other.returncode == 1 and "'rival'" in other.stderr

@@ -46,7 +46,7 @@ def fuzz_target(
         secret = pg.create_token(workspace=WORKSPACE, write=True).secret
     config = ServeConfig(
         enable_append=True,
-        ingest_roots=(tmp_path_factory.mktemp("fuzz-root"),),
+        ingest_roots=((WORKSPACE, tmp_path_factory.mktemp("fuzz-root")),),
         default_rate=100_000,
     )
     with LiveServer(config, Settings.from_env(dsn=dsn)) as live:
