@@ -169,6 +169,8 @@ SET n_messages = s.n_messages + EXCLUDED.n_messages,
 """
 
 # Every session a write changed, in one statement (in id order, as they were locked).
+# Sessions go as a list of objects: an UPDATE's row source may not take a column
+# definition list on Citus, whose shards would be sent it without one.
 UPDATE_SESSIONS = """
 UPDATE sessions AS s
 SET title = u.title, summary = u.summary, source = u.source, created_at = u.created_at,
@@ -176,16 +178,10 @@ SET title = u.title, summary = u.summary, source = u.source, created_at = u.crea
     last_turn = u.last_turn, tsv = u.tsv::tsvector, field_len = u.field_len,
     parent_session_id = u.parent_session_id, title_auto = u.title_auto,
     title_leaf_seq = u.title_leaf_seq
-FROM json_to_record(%(rows)s::json)
-     AS r(session_id text[], title text[], summary text[], source text[],
-          created_at timestamptz[], updated_at timestamptz[], message_count int[],
-          next_seq int[], last_turn int[], tsv text[], field_len int[],
-          parent_session_id text[], title_auto boolean[], title_leaf_seq int[]),
-     unnest(r.session_id, r.title, r.summary, r.source, r.created_at, r.updated_at,
-            r.message_count, r.next_seq, r.last_turn, r.tsv, r.field_len, r.parent_session_id,
-            r.title_auto, r.title_leaf_seq)
-     AS u(session_id, title, summary, source, created_at, updated_at, message_count,
-          next_seq, last_turn, tsv, field_len, parent_session_id, title_auto, title_leaf_seq)
+FROM json_to_recordset(%(rows)s::json)
+     AS u(session_id text, title text, summary text, source text, created_at timestamptz,
+          updated_at timestamptz, message_count int, next_seq int, last_turn int, tsv text,
+          field_len int, parent_session_id text, title_auto boolean, title_leaf_seq int)
 WHERE s.workspace_id = %(ws)s AND s.session_id = u.session_id
 """
 

@@ -465,21 +465,28 @@ def _update_sessions(
             state.field_terms = fields.terms
             state.field_len = fields.length
         states.append((state, fields.tsvector or None))
-    rows = _columns(
-        session_id=[s.session_id for s, _ in states],
-        title=[s.title for s, _ in states],
-        summary=[s.summary for s, _ in states],
-        source=[s.source for s, _ in states],
-        created_at=[s.created_at for s, _ in states],
-        updated_at=[s.updated_at for s, _ in states],
-        message_count=[s.message_count for s, _ in states],
-        next_seq=[s.next_seq for s, _ in states],
-        last_turn=[s.last_turn for s, _ in states],
-        tsv=[tsv for _, tsv in states],
-        field_len=[s.field_len for s, _ in states],
-        parent_session_id=[s.parent_session_id for s, _ in states],
-        title_auto=[s.title_auto for s, _ in states],
-        title_leaf_seq=[s.title_leaf_seq for s, _ in states],
+    rows = json.dumps(
+        [
+            {
+                "session_id": s.session_id,
+                "title": s.title,
+                "summary": s.summary,
+                "source": s.source,
+                "created_at": s.created_at,
+                "updated_at": s.updated_at,
+                "message_count": s.message_count,
+                "next_seq": s.next_seq,
+                "last_turn": s.last_turn,
+                "tsv": tsv,
+                "field_len": s.field_len,
+                "parent_session_id": s.parent_session_id,
+                "title_auto": s.title_auto,
+                "title_leaf_seq": s.title_leaf_seq,
+            }
+            for s, tsv in states
+        ],
+        ensure_ascii=False,
+        default=_jsonable,
     )
     return Statement("update sessions", q.UPDATE_SESSIONS, {"ws": ws, "rows": rows})
 

@@ -340,22 +340,25 @@ def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
             {
                 "ws": ws,
                 "rows": json.dumps(
-                    {
-                        "session_id": ids,
-                        "title": ["t", None],
-                        "summary": [None, None],
-                        "source": ["/x", None],
-                        "created_at": [now.isoformat(), now.isoformat()],
-                        "updated_at": [now.isoformat(), now.isoformat()],
-                        "message_count": [1, 2],
-                        "next_seq": [1, 2],
-                        "last_turn": [1, 1],
-                        "tsv": ["'t':1A", None],
-                        "field_len": [1, 0],
-                        "parent_session_id": [None, None],
-                        "title_auto": [False, False],
-                        "title_leaf_seq": [None, None],
-                    }
+                    [
+                        {
+                            "session_id": i,
+                            "title": "t",
+                            "summary": None,
+                            "source": "/x",
+                            "created_at": now.isoformat(),
+                            "updated_at": now.isoformat(),
+                            "message_count": 1,
+                            "next_seq": 1,
+                            "last_turn": 1,
+                            "tsv": "'t':1A",
+                            "field_len": 1,
+                            "parent_session_id": None,
+                            "title_auto": False,
+                            "title_leaf_seq": None,
+                        }
+                        for i in ids
+                    ]
                 ),
             },
         ),
