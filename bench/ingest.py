@@ -339,21 +339,40 @@ def fifty_message_files(root: Path, folder: Path, files: int) -> list[Path]:
     return out
 
 
-def case_file(admin: str, sides: dict[str, Path], messages: int, files: int) -> dict[str, Any]:
+def _in_turn(sides: dict[str, Path], round_: int) -> list[tuple[str, Path]]:
+    """The sides in the order of round `round_` (the lead swaps every round)."""
+    order = list(sides.items())
+    return order if round_ % 2 == 0 else order[::-1]
+
+
+def _medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over the rounds."""
+    return {k: round(statistics.median(r[k] for r in runs), 2) for k in runs[0]}
+
+
+def case_file(
+    admin: str, sides: dict[str, Path], messages: int, files: int, rounds: int
+) -> dict[str, Any]:
+    """`files` files of 50 messages through ``ingest_file``, one by one, each side in
+    its own database, in rounds; each figure the median over rounds."""
     root = corpus(messages)
-    out: dict[str, Any] = {"files": files, "messages_per_file": 50}
+    out: dict[str, Any] = {"files": files, "messages_per_file": 50, "load_before": load()}
+    runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="pgsearch-bench-files-") as tmp:
         paths = fifty_message_files(root, Path(tmp), files)
         listing = Path(tmp) / "listing.txt"
         listing.write_text("\n".join(str(p) for p in paths), encoding="utf-8")
-        for side, checkout in sides.items():
-            before = load()
-            with database(admin, checkout) as dsn:
-                run = child(checkout, [dsn, str(listing)], code=_FILES)
-            ms = json.loads(run["summary"])
-            figures = percentiles(ms)
-            figures["msgs_per_s"] = round(50 * len(ms) / (sum(ms) / 1000), 1)
-            out[side] = {**figures, "load": f"{before} -> {load()}"}
+        for round_ in range(rounds):
+            for side, checkout in _in_turn(sides, round_):
+                with database(admin, checkout) as dsn:
+                    run = child(checkout, [dsn, str(listing)], code=_FILES)
+                ms = json.loads(run["summary"])
+                figures = percentiles(ms)
+                figures["msgs_per_s"] = round(50 * len(ms) / (sum(ms) / 1000), 1)
+                runs[side].append(figures)
+    for side in sides:
+        out[side] = _medians(runs[side])
+    out["load_after"] = load()
     return out
 
 
@@ -372,21 +391,27 @@ def bare_commits(dsn: str, n: int) -> list[float]:
     return ms
 
 
-def case_append(admin: str, sides: dict[str, Path], appends: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"appends": appends}
-    for side, checkout in sides.items():
-        before = load()
-        with database(admin, checkout) as dsn:
-            run = child(checkout, [dsn, str(appends)], code=_APPENDS)
-        out[side] = {**percentiles(json.loads(run["summary"])), "load": f"{before} -> {load()}"}
-    before = load()
-    with database(admin, ROOT, migrate=False) as dsn:
-        out["bare_commit"] = {
-            **percentiles(bare_commits(dsn, appends)),
-            "load": f"{before} -> {load()}",
-        }
+def case_append(admin: str, sides: dict[str, Path], appends: int, rounds: int) -> dict[str, Any]:
+    """Appends of one message, each side in its own database, then bare durable
+    commits, in rounds; each figure the median over rounds, and each side's p95 over
+    the bare commit's p95 the median of the rounds' ratios."""
+    out: dict[str, Any] = {"appends": appends, "load_before": load()}
+    runs: dict[str, list[dict[str, float]]] = {side: [] for side in [*sides, "bare_commit"]}
+    for round_ in range(rounds):
+        for side, checkout in _in_turn(sides, round_):
+            with database(admin, checkout) as dsn:
+                run = child(checkout, [dsn, str(appends)], code=_APPENDS)
+            runs[side].append(percentiles(json.loads(run["summary"])))
+        with database(admin, ROOT, migrate=False) as dsn:
+            runs["bare_commit"].append(percentiles(bare_commits(dsn, appends)))
+    for side, side_runs in runs.items():
+        out[side] = _medians(side_runs)
     for side in sides:
-        out[side]["p95_vs_bare"] = round(out[side]["p95_ms"] / out["bare_commit"]["p95_ms"], 2)
+        ratios = [
+            r["p95_ms"] / b["p95_ms"] for r, b in zip(runs[side], runs["bare_commit"], strict=True)
+        ]
+        out[side]["p95_vs_bare"] = round(statistics.median(ratios), 2)
+    out["load_after"] = load()
     return out
 
 
@@ -465,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", type=Path, help="another checkout, timed in the same run")
     parser.add_argument("--messages", type=int, default=100_000, help="corpus size (dir, bulk)")
     parser.add_argument("--files", type=int, default=200, help="50-message files (file)")
-    parser.add_argument("--rounds", type=int, default=1, help="rounds of the dir case")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds (dir, file, append)")
     parser.add_argument("--appends", type=int, default=500)
     parser.add_argument("--gb", type=float, default=2.0, help="size of the large file")
     parser.add_argument("--grown-mb", type=float, default=200.0)
@@ -486,9 +511,9 @@ def main(argv: list[str] | None = None) -> int:
     if "dir" in args.only:
         results["dir"] = case_dir(admin, sides, args.messages, args.rounds)
     if "file" in args.only:
-        results["file"] = case_file(admin, sides, args.messages, args.files)
+        results["file"] = case_file(admin, sides, args.messages, args.files, args.rounds)
     if "append" in args.only:
-        results["append"] = case_append(admin, sides, args.appends)
+        results["append"] = case_append(admin, sides, args.appends, args.rounds)
     if "bulk" in args.only:
         results["bulk"] = case_bulk(admin, sides, args.messages)
     results.update(case_files(admin, sides, args))

@@ -264,8 +264,11 @@ def claim_files(
 
 
 def file_records(ws: str, paths: list[str]) -> Work[dict[str, FileRecord]]:
+    """The records of files as they are now (a snapshot to prepare against; a unit of
+    its own, one round trip with its commit)."""
     rows = yield from fetch(
-        Statement("file records", q.FILE_RECORDS, {"ws": ws, "paths": paths}, _file_record)
+        Statement("file records", q.FILE_RECORDS, {"ws": ws, "paths": paths}, _file_record),
+        final=True,
     )
     return {r.path: r for r in rows}
 

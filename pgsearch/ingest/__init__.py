@@ -164,7 +164,17 @@ class Ingestor:
             session_id=session_id,
             include_forgotten=include_forgotten,
         )
-        return self._sync_store().driver.run(self.file_unit(job))
+        db = self._sync_store()
+        # Read and parsed before the transaction, against the record the file has now
+        # (re-read in it only if that changed): the transaction then asks for what the
+        # file's sessions need together with taking the file, and holds its locks
+        # while writing only.
+        records = db.read(
+            partial(store.file_records, job.workspace, [job.source]),
+            job.workspace,
+            context="reading file records",
+        )
+        return db.driver.run(self.prepared_file(job, records.get(job.source)))
 
     def ingest_paths(
         self,

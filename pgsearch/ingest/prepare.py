@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from pgsearch import adapters
@@ -333,9 +334,13 @@ def _printable_keys(parsed: Parsed, shown: str, *, lines: bool) -> Parsed:
 
 def _key_problem(session_id: str, *tool_names: str) -> str | None:
     keys = [("session_id", session_id), *(("tool name", name) for name in tool_names)]
-    return next(
-        (p for p in (key_problem(k, v, max_chars=MAX_ID_CHARS) for k, v in keys) if p), None
-    )
+    return next((p for p in (_problem(k, v) for k, v in keys) if p), None)
+
+
+@lru_cache(maxsize=4096)
+def _problem(name: str, value: str) -> str | None:
+    # A file's entries repeat a few session ids and tool names thousands of times.
+    return key_problem(name, value, max_chars=MAX_ID_CHARS)
 
 
 def _reason(exc: BaseException) -> str:
