@@ -47,7 +47,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import psycopg
@@ -133,8 +133,9 @@ def _fresh_home() -> Path:
 
 
 @contextmanager
-def _server_database(server_dsn: str) -> Iterator[str]:
-    """A fresh database on the system server, migrated, holding the examples."""
+def _server_database(server_dsn: str, script: str | None = None) -> Iterator[str]:
+    """A fresh database on the system server, migrated, holding the examples (by the
+    ``pgsearch`` script given, or this checkout's code)."""
     name = f"pgsearch_bench_startup_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(
@@ -146,8 +147,14 @@ def _server_database(server_dsn: str) -> Iterator[str]:
     try:
         dsn = make_conninfo(server_dsn, dbname=name)
         env = _env(None)
-        _pgsearch(["--dsn", dsn, "migrate"], env)
-        _pgsearch(["--dsn", dsn, "ingest", str(EXAMPLES), "-w", "demo", "-q"], env)
+        if script is None:
+            _pgsearch(["--dsn", dsn, "migrate"], env)
+            _pgsearch(["--dsn", dsn, "ingest", str(EXAMPLES), "-w", "demo", "-q"], env)
+        else:
+            for args in (["migrate"], ["ingest", str(EXAMPLES), "-w", "demo", "-q"]):
+                subprocess.run(
+                    [script, "--dsn", dsn, *args], env=env, check=True, capture_output=True
+                )
         yield dsn
     finally:
         with psycopg.connect(server_dsn, autocommit=True) as conn:
@@ -218,13 +225,18 @@ def hyperfine(
     if shutil.which("hyperfine") is None or shutil.which("psql") is None:
         raise SystemExit("hyperfine and psql are needed (apt install hyperfine postgresql-client)")
     checkouts = {"": ROOT} if base is None else {"": ROOT, " (base)": base.resolve()}
-    with _server_database(server_dsn) as dsn:
-        commands = {"psql -c 'select 1'": shlex.join(["psql", dsn, "-qAt", "-c", "select 1"])}
+    with ExitStack() as stack:
+        # Each checkout searches a database its own code migrated and filled.
+        dsns = {
+            tag: stack.enter_context(_server_database(server_dsn, _script(checkout)))
+            for tag, checkout in checkouts.items()
+        }
+        commands = {"psql -c 'select 1'": shlex.join(["psql", dsns[""], "-qAt", "-c", "select 1"])}
         for tag, checkout in checkouts.items():
             script = _script(checkout)
             commands[f"pgsearch --help{tag}"] = shlex.join([script, "--help"])
             commands[f"warm search, system server{tag}"] = shlex.join(
-                [script, "--dsn", dsn, *QUERY]
+                [script, "--dsn", dsns[tag], *QUERY]
             )
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "hyperfine.json"
