@@ -88,12 +88,17 @@ def test_a_typical_search_takes_two_round_trips(corpus_dsn: str) -> None:
             ("kestrel", {"roles": ["user"]}),
             ("deploy pipeline", {}),
             ("café", {"session_id": "s5"}),
-            ("", {}),
         ):
             request = SessionQueryRequest(query=query, **filters)  # type: ignore[arg-type]
             (unit,) = _searches(pg, request)
             assert unit.round_trips == 2, (query, filters, [s.name for s in unit.statements])
             assert pg.search(request, workspace=WS).matches, query
+        # A browse reads its page with the count in scope.
+        for filters in ({}, {"roles": ["user"]}, {"session_id": "s5"}, {"per_session": False}):
+            request = SessionQueryRequest(query="", **filters)  # type: ignore[arg-type]
+            (unit,) = _searches(pg, request)
+            assert unit.round_trips == 1, (filters, [s.name for s in unit.statements])
+            assert pg.search(request, workspace=WS).matches, filters
         # A typo's neighbours come with the vocabulary; its plan is read after them.
         (unit,) = _searches(pg, SessionQueryRequest(query="zephir"))
         assert unit.round_trips == 3, [s.name for s in unit.statements]
