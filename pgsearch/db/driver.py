@@ -580,13 +580,16 @@ def _batch(
     conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any],
     statements: Sequence[Statement[Any]],
     state: _Batching,
+    *,
+    prepare: bool = True,
 ) -> PQGen[list[list[Any]]]:
     """Send `statements` in one pipeline and one write, then read every result: the
     rows of each (decoded), or the first error raised.
 
     A statement already sent `PREPARE_AFTER` times on this connection is prepared
     (in the same batch) and runs prepared from then on; a preparation counts once the
-    batch that made it succeeded.
+    batch that made it succeeded. Without `prepare` (Citus, where a generic plan of a
+    prepared statement may fan out to every shard) nothing is prepared.
     """
     pgconn = conn.pgconn
     tx = Transformer(conn)
@@ -599,7 +602,7 @@ def _batch(
             query.convert(s.sql, s.params)
             key = (query.query, query.types)
             name = state.prepared.get(key)
-            if name is None and state.named < MAX_PREPARED:
+            if name is None and prepare and state.named < MAX_PREPARED:
                 seen = state.seen.get(key, 0)
                 if seen >= PREPARE_AFTER:
                     state.named += 1
@@ -978,7 +981,7 @@ class Driver(_Core):
             return []
         rec.round_trips += 1
         rec.note(statements)
-        return conn.wait(_batch(conn, statements, _batching(conn)))
+        return conn.wait(_batch(conn, statements, _batching(conn), prepare=not self.citus))
 
     def _rollback(self, conn: Connection) -> None:
         if conn.broken or conn.closed:
@@ -1215,7 +1218,8 @@ class AsyncDriver(_Core):
             return []
         rec.round_trips += 1
         rec.note(statements)
-        return await conn.wait(_batch(conn, statements, _batching(conn)))
+        batch = _batch(conn, statements, _batching(conn), prepare=not self.citus)
+        return await conn.wait(batch)
 
     async def _rollback(self, conn: AsyncConnection) -> None:
         if conn.broken or conn.closed:
