@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,9 @@ import pytest
 from pgsearch.cli import main
 from pgsearch.types import SessionMatch
 from tests.conftest import EXAMPLES, Databases
+from tests.helpers import check_example, doc_examples
+
+REPO = Path(__file__).resolve().parents[2]
 
 MATCH_FIELDS = {f.name for f in dataclasses.fields(SessionMatch)}
 
@@ -465,3 +469,16 @@ def test_search_json_names_the_parent_of_a_sub_agent_session(dsn: str) -> None:
     assert parents[main] is None
     text = ok(pgsearch("search", "onQueryChange", "-w", "w1", dsn=dsn))
     assert f"session={main}/agent-a3f9c21 parent={main} seq=" in text
+
+
+# -- the README's JSON examples -----------------------------------------------------------
+
+
+def test_readme_json_examples_are_a_real_runs_output(shared: str) -> None:
+    readme = REPO / "README.md"
+    examples = doc_examples(readme)
+    for command in examples:
+        argv = shlex.split(command)
+        assert argv[0] == "pgsearch", command
+        actual = json.loads(ok(pgsearch(*argv[1:], dsn=shared)))
+        check_example(readme, command, actual, volatile=("next_cursor",))

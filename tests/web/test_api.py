@@ -4,12 +4,14 @@ request can widen (crafted workspace ids, session ids, cursors)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 
 from pgsearch import PgSearch, SessionMatch, SessionQueryRequest
 from pgsearch.db.store import HEAD_REVISION
 from tests.conftest import EXAMPLES, Databases
+from tests.helpers import check_example, doc_examples
 from tests.web.conftest import (
     LONG,
     OTHER,
@@ -551,3 +553,15 @@ def test_a_database_that_went_away_is_503_unavailable(dsn: str, databases: Datab
         for response in (c.get("/v1/sessions"), client(live).get("/healthz")):
             assert response.status_code == 503, response.text
             assert error_code(response) == "unavailable"
+
+
+def test_the_http_docs_json_examples_are_a_real_runs_output(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    doc = Path(__file__).resolve().parents[2] / "docs" / "http.md"
+    for command in doc_examples(doc):
+        method, path, body = command.split(" ", 2)
+        assert method == "POST", command
+        answer = client(server, tokens["read"]).post(path, json.loads(body))
+        assert answer.status_code == 200, answer.text
+        check_example(doc, command, answer.json(), volatile=("next_cursor", "searched"))

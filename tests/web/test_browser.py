@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from tests.web.conftest import LONG, LiveServer
+from tests.conftest import missing_part
+from tests.web.conftest import CHROMIUM, LONG, LiveServer
 
-CHROMIUM = os.environ.get("PGSEARCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 #: Where a test run leaves its screenshots (for a person to look at).
 SHOTS = os.environ.get("PGSEARCH_SCREENSHOTS")
 
@@ -29,9 +28,10 @@ SHOTS = os.environ.get("PGSEARCH_SCREENSHOTS")
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
-        pytest.fail(
-            f"no Chromium at {CHROMIUM}: install Debian's (apt-get install -y chromium "
-            "chromium-driver) or point PGSEARCH_CHROMIUM at a Chromium binary"
+        missing_part(
+            "chromium",
+            f"no Chromium at {CHROMIUM}: apt-get install -y chromium, "
+            "or PGSEARCH_CHROMIUM=<a Chromium binary>",
         )
     # Generous waits: CI runs this beside other suites on two cores.
     expect.set_options(timeout=15_000)
