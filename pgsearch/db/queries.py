@@ -99,7 +99,10 @@ RETURNING session_id, seq
 # An append's rows, sent with the rest of its transaction in one round trip: their seqs
 # continue sessions locked by the same transaction and their keys were looked up
 # under that lock (`STORED_KEYS`), so a row or key that is already stored can only be
-# a fault, which aborts the append instead of being skipped.
+# a fault, which aborts the append instead of being skipped. Citus copies the rows of
+# an INSERT ... SELECT straight into the shard unless the statement returns rows, and
+# COPY into a table under row level security is refused: with RETURNING, the shard
+# inserts them.
 APPEND_MESSAGES = """
 INSERT INTO messages (workspace_id, session_id, seq, entry_id, kind, role, turn, tool_name,
                       created_at, content, arguments, extra, tsv, token_count, append_key)
@@ -114,6 +117,7 @@ FROM json_to_record(%(rows)s::json)
             r.content, r.arguments, r.extra, r.tsv, r.token_count, r.append_key)
      AS u(session_id, seq, entry_id, kind, role, turn, tool_name, created_at, content,
           arguments, extra, tsv, token_count, append_key)
+RETURNING seq
 """
 
 # Which keys of an append its session already holds (an earlier attempt of the same
