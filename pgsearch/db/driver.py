@@ -353,6 +353,11 @@ class _Core:
         if self.citus:
             local.append(sql.SQL("SET LOCAL citus.propagate_set_commands = 'local'"))
             local.append(sql.SQL("SET LOCAL jit = off"))
+            # A statement run often is prepared (psycopg, after five runs), and the
+            # server may then plan it once for any parameters: such a plan cannot see
+            # the workspace, so a statement joining a row source to a table would be
+            # sent to every shard. Planned for its values, each stays on one.
+            local.append(sql.SQL("SET LOCAL plan_cache_mode = force_custom_plan"))
             local.append(
                 sql.SQL("SET LOCAL pg_trgm.similarity_threshold = {}").format(
                     sql.Literal(self.config.trigram_threshold)

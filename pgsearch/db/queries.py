@@ -98,7 +98,10 @@ RETURNING session_id, seq
 
 # An append's rows, sent with the rest of its transaction in one round trip: their seqs
 # continue sessions locked by the same transaction, so a row that is already stored
-# can only be a fault, which aborts the append instead of being skipped.
+# can only be a fault, which aborts the append instead of being skipped. Citus copies
+# the rows of an INSERT ... SELECT straight into the shard unless the statement returns
+# rows, and COPY into a table under row level security is refused: with RETURNING,
+# the shard inserts them.
 APPEND_MESSAGES = """
 INSERT INTO messages (workspace_id, session_id, seq, entry_id, kind, role, turn, tool_name,
                       created_at, content, arguments, extra, tsv, token_count)
@@ -112,6 +115,7 @@ FROM json_to_record(%(rows)s::json)
             r.content, r.arguments, r.extra, r.tsv, r.token_count)
      AS u(session_id, seq, entry_id, kind, role, turn, tool_name, created_at, content,
           arguments, extra, tsv, token_count)
+RETURNING seq
 """
 
 # A session-local staging table for COPY; emptied at every commit.
