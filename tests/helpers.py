@@ -253,3 +253,14 @@ def check_example(path: Path, command: str, actual: Any, *, volatile: tuple[str,
         f"{path.name}: the example of `{command}` differs from a real run "
         f"(PGSEARCH_WRITE_EXAMPLES=1 rewrites it):\n{format_example(actual)}"
     )
+
+
+def marked(match: Any) -> str:
+    """A match's excerpt with its highlights between ``**`` (for assertions)."""
+    from pgsearch.highlight import segments
+
+    if isinstance(match, dict):
+        text, spans = match["excerpt"], [tuple(s) for s in match["highlights"]]
+    else:
+        text, spans = match.excerpt, match.highlights
+    return "".join(f"**{p}**" if hit else p for p, hit in segments(text, spans))
