@@ -22,7 +22,7 @@ import click
 from pgsearch import adapters, embedded, policy
 from pgsearch.errors import ConfigError, IngestError, PgSearchError
 from pgsearch.settings import DEFAULT_WATCH_INTERVAL, Settings
-from pgsearch.terminal import flat, inline, json_safe, quoted, terminal_safe
+from pgsearch.terminal import inline, json_safe, quoted, terminal_safe
 from pgsearch.types import (
     DEFAULT_CONTEXT,
     DEFAULT_EXCERPT_BYTES,
@@ -391,40 +391,67 @@ def _warnings(result: FileResult) -> list[str]:
     return out
 
 
-def _render_result(result: SessionQueryResult, workspace: str) -> str:
+def _color() -> bool:
+    """Whether to colour output: standard output is a terminal and NO_COLOR is unset."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _render_result(
+    result: SessionQueryResult, workspace: str, *, browsing: bool = False, color: bool = False
+) -> str:
+    """A result as text, safe to print as it is (stored control sequences escaped).
+    `browsing` (an empty query) lists newest entries: no scores. `color` shows the
+    matched words of each excerpt in bold colour."""
+    from pgsearch.highlight import terminal_excerpt
+
     lines: list[str] = []
     if not result.matches:
-        lines.append(f"no matches ({result.searched} entries searched)")
+        what = "no entries" if browsing else "no matches"
+        lines.append(f"{what} ({_plural(result.searched, 'entry', 'entries')} searched)")
         if result.notice:
             lines.append(result.notice)
-        return "\n".join(lines)
+        return terminal_safe("\n".join(lines))
+    if browsing:
+        lines.append("newest entries:")
     for i, m in enumerate(result.matches, 1):
         # Stored fields quoted or flattened (`pgsearch.terminal.inline`, `flat`): a
         # title or an id cannot add a line or pass for another field.
         tool = f" tool={inline(m.tool_name)}" if m.tool_name else ""
         title = f" {quoted(m.title)}" if m.title else ""
         parent = f" parent={inline(m.parent_session_id)}" if m.parent_session_id else ""
+        score = "" if browsing else f" score={m.score:.3f}"
         lines.append(
-            f"{i}. session={inline(m.session_id)}{parent} seq={m.seq} {m.kind} role={m.role}"
-            f"{tool} turn={m.turn} {m.created_at.isoformat(timespec='seconds')} "
-            f"score={m.score:.3f}{title}"
+            terminal_safe(
+                f"{i}. session={inline(m.session_id)}{parent} seq={m.seq} {m.kind} "
+                f"role={m.role}{tool} turn={m.turn} "
+                f"{m.created_at.isoformat(timespec='seconds')}{score}{title}"
+            )
         )
-        lines.append(f"   {flat(m.excerpt)}")
-    lines.append("")
-    lines.append(
-        f"{len(result.matches)} matches, {result.searched} entries searched"
+        lines.append("   " + terminal_excerpt(m.excerpt, m.highlights, color=color))
+    tail: list[str] = [""]
+    shown = (
+        _plural(len(result.matches), "entry", "entries")
+        if browsing
+        else _plural(len(result.matches), "match", "matches")
+    )
+    tail.append(
+        f"{shown}, {_plural(result.searched, 'entry', 'entries')} searched"
         + (" (candidate cap reached)" if result.candidates_capped else "")
     )
     if result.notice:
-        lines.append(result.notice)
+        tail.append(result.notice)
     first = result.matches[0]
-    lines.append(
+    tail.append(
         f"open a window: pgsearch around -w {workspace} --session {inline(first.session_id)} "
         f"--seq {first.seq}"
     )
     if result.next_cursor:
-        lines.append(f"next page: add --cursor {result.next_cursor}")
-    return "\n".join(lines)
+        tail.append(f"next page: add --cursor {result.next_cursor}")
+    return "\n".join([*lines, terminal_safe("\n".join(tail))])
 
 
 @main.command()
@@ -524,7 +551,8 @@ def search(
         for statement in result.explain:
             _echo(statement)
             _echo("")
-    _echo(_render_result(result, workspace))
+    browsing = not (query or "").strip()
+    click.echo(_render_result(result, workspace, browsing=browsing, color=_color()))
 
 
 def _render_window(window: Window) -> str:

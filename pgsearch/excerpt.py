@@ -2,9 +2,10 @@
 
 An excerpt is cut from the *indexed* text of an entry (secrets scrubbed, tool
 arguments and output left out), centred on the first matched term, measured and
-cut in UTF-8 bytes on character boundaries, with matched words marked ``**like
-this**``. Typo and stem expansions count as matches, so ``databse`` marks
-``database``.
+cut in UTF-8 bytes on character boundaries, with matched words between
+`MARK_OPEN` and `MARK_CLOSE` (two C1 controls, two bytes each, replaced where the
+text itself holds them; `pgsearch.highlight.split_marks` turns them into ranges).
+Typo and stem expansions count as matches, so ``databse`` marks ``database``.
 
 The work is bounded by the excerpt, not the entry: a long text is scanned for its
 first match block by block (`SCAN_BLOCK_CHARS`), a block read only when its
@@ -31,8 +32,10 @@ from pgsearch.normalize import (
     tokenize,
 )
 
-MARK_OPEN = "**"
-MARK_CLOSE = "**"
+MARK_OPEN = "\x91"
+MARK_CLOSE = "\x92"
+#: The marks, where the text itself holds them, become U+FFFD.
+_NO_MARKS = {ord(MARK_OPEN): "\ufffd", ord(MARK_CLOSE): "\ufffd"}
 ELLIPSIS = "…"
 _SPACE_RE = re.compile(r"\s+")
 
@@ -361,6 +364,8 @@ def make_excerpt(
     flat = unicodedata.normalize("NFC", _SPACE_RE.sub(" ", text).strip())
     if not flat:
         return ""
+    if MARK_OPEN in flat or MARK_CLOSE in flat:
+        flat = flat.translate(_NO_MARKS)
     spans = match_spans(flat, wanted)
     whole = not (more_before or more_after)
     if whole and utf8_len(flat) + len(spans) * 4 <= max_bytes:

@@ -33,6 +33,7 @@ from pgsearch.db import reads
 from pgsearch.db.work import Statement, Step, Unit, Work, explained, fetch, fetch2
 from pgsearch.deadline import Deadline
 from pgsearch.excerpt import READ_MARGIN_CHARS, clip, excerpt_around, make_excerpt
+from pgsearch.highlight import split_marks
 from pgsearch.plan import (
     STOP_MIN_DF,
     CandidatePlan,
@@ -442,6 +443,7 @@ def materialise(
             excerpt = excerpt_around(
                 raw, hit.matched, budget, clean=policy.scrub_secrets, quick=quick
             )
+        text, highlights = split_marks(excerpt)
         matches.append(
             SessionMatch(
                 workspace_id=workspace,
@@ -452,7 +454,8 @@ def materialise(
                 turn=m.turn,
                 role=m.role,
                 tool_name=m.tool_name,
-                excerpt=excerpt,
+                excerpt=text,
+                highlights=highlights,
                 created_at=m.created_at,
                 score=hit.score,
                 title=clip(policy.scrub_secrets(m.title), MAX_TITLE_BYTES) if m.title else None,

@@ -29,6 +29,7 @@ from typing import Any
 from pgsearch import policy
 from pgsearch.errors import InvalidQuery, PgSearchError, ScopeError
 from pgsearch.excerpt import clip, truncate_bytes, utf8_len
+from pgsearch.highlight import model_excerpt
 from pgsearch.messages import parse_time
 from pgsearch.settings import Settings
 from pgsearch.terminal import flat, inline, json_safe, quoted, terminal_safe
@@ -76,7 +77,8 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         description=(
             "Search earlier agent sessions of this workspace for what was said, done or "
             "seen before, e.g. after context was compacted. Returns ranked matches with "
-            "short excerpts (matched words in **bold**); each names a session_id and seq "
+            "short excerpts (matched words between ⟦ and ⟧; a ⟦ or ⟧ of the text itself "
+            "is escaped as \\⟦ or \\⟧); each names a session_id and seq "
             "to pass to session_around. Typos, accents and case are tolerated; an empty "
             "query lists the newest entries. By default user, assistant, tool-call and "
             "tool-error entries are searched."
@@ -567,8 +569,10 @@ def render_search(
 
     `one_session`: the search was within one session, where every match is listed.
     """
+    browsing = not str(args.get("query") or "").strip()
+    searched = f"{result.searched} {'entry' if result.searched == 1 else 'entries'} searched"
     if not result.matches:
-        lines = [f"No matches ({result.searched} entries searched)."]
+        lines = [f"No {'entries' if browsing else 'matches'} ({searched})."]
         if note:
             lines.append(note)
         if result.notice:
@@ -584,8 +588,10 @@ def render_search(
         return _cap("\n".join(lines), hint)
     per_session = args.get("per_session", True) and not one_session
     scope = "best match per session" if per_session else "every match"
+    n = len(result.matches)
+    shown = f"Newest entries: {n}" if browsing else f"{n} {'match' if n == 1 else 'matches'}"
     lines = [
-        f"{len(result.matches)} matches ({result.searched} entries searched; {scope})"
+        f"{shown} ({searched}; {scope})"
         + ("; candidate cap reached, narrow the query for more" if result.candidates_capped else "")
         + "."
     ]
@@ -602,7 +608,7 @@ def render_search(
             f"[{i}] session_id={inline(m.session_id)}{parent} seq={m.seq} {m.kind} "
             f"role={m.role}{tool} turn={m.turn} at={_when(m.created_at)}{title}"
         )
-        lines.append("    " + flat(m.excerpt))
+        lines.append("    " + flat(model_excerpt(m.excerpt, m.highlights)))
     first = result.matches[0]
     hint = (
         f"Next: session_around {_args_json({'session_id': first.session_id, 'seq': first.seq})}"

@@ -66,7 +66,8 @@ class SessionQueryRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class SessionMatch:
-    """One hit: where it is, what it is, and an excerpt with matched terms marked."""
+    """One hit: where it is, what it is, and an excerpt with its matched words given
+    apart, as code-point ranges of it (`pgsearch.highlight`)."""
 
     workspace_id: str
     session_id: str
@@ -82,11 +83,15 @@ class SessionMatch:
     title: str | None
     #: For a sub-agent's session, the session that started it; else None.
     parent_session_id: str | None = None
+    #: The matched words of `excerpt`: ``(start, end)`` code-point offsets, end
+    #: exclusive, in order, not overlapping.
+    highlights: tuple[tuple[int, int], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["created_at"] = self.created_at.isoformat()
         data["score"] = round(self.score, 6)
+        data["highlights"] = [list(span) for span in self.highlights]
         return data
 
 

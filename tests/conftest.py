@@ -19,6 +19,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, NoReturn
 
 import psycopg
 import pytest
@@ -202,12 +203,61 @@ def pg(dsn: str) -> Iterator[PgSearch]:
 
 
 CITUS_SUITE = Path(__file__).resolve().parent / "citus"
+#: Names the parts the project cannot install itself that must be there: a comma list
+#: of ``citus``, ``chromium``, ``server-programs``, or ``all``. Without it a suite whose
+#: part is missing is skipped with one line saying how to enable it; CI sets ``all``.
+REQUIRE_VARIABLE = "PGSEARCH_REQUIRE"
+PARTS = ("citus", "chromium", "server-programs")
+#: Why a suite was left out of this run, printed once at its end.
+_LEFT_OUT: list[str] = []
+
+
+def required(part: str) -> bool:
+    """Whether `part` must be there (``PGSEARCH_REQUIRE``)."""
+    assert part in PARTS, part
+    names = {n.strip() for n in os.environ.get(REQUIRE_VARIABLE, "").split(",") if n.strip()}
+    return part in names or "all" in names
+
+
+def missing_part(part: str, how: str) -> NoReturn:
+    """Leave out the tests needing `part` (not there): a skip saying `how` to enable
+    them, or a failure when ``PGSEARCH_REQUIRE`` says the part must be there."""
+    if required(part):
+        pytest.fail(f"{REQUIRE_VARIABLE} requires {part}, which is missing: {how}", pytrace=False)
+    pytest.skip(f"{part} missing (enable: {how})")
+
+
+def citus_configured() -> bool:
+    """A cluster is named (``PGSEARCH_CITUS_DSN``), or the Citus tools are
+    (``PGSEARCH_CITUS_TOOLS``), or the run requires Citus."""
+    env = os.environ
+    return bool(env.get("PGSEARCH_CITUS_DSN") or env.get("PGSEARCH_CITUS_TOOLS")) or required(
+        "citus"
+    )
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """The Citus suite (tests/citus) runs only when named (``pytest tests/citus``): it
-    starts a cluster of its own and runs as a CI process of its own."""
+    """The Citus suite (tests/citus) runs when named (``pytest tests/citus``) or
+    configured (`citus_configured`): it starts a cluster of its own. Otherwise it is
+    left out, and the run's summary says so in one line."""
     if collection_path.resolve() != CITUS_SUITE:
         return None
-    named = (Path(str(a).split("::")[0]).resolve() for a in config.args)
-    return not any(p == CITUS_SUITE or CITUS_SUITE in p.parents for p in named)
+    named = [Path(str(a).split("::")[0]).resolve() for a in config.args]
+    if citus_configured() or any(p == CITUS_SUITE or CITUS_SUITE in p.parents for p in named):
+        return None
+    if any(p in CITUS_SUITE.parents for p in named):
+        left_out(
+            "tests/citus left out: no Citus cluster configured (enable: PGSEARCH_CITUS_DSN="
+            "postgresql://user@coordinator/db, or PGSEARCH_CITUS_TOOLS=<folder with cluster.sh>)"
+        )
+    return True
+
+
+def left_out(line: str) -> None:
+    """Say at the end of the run, once, that some tests were left out and why."""
+    _LEFT_OUT.append(line)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for line in dict.fromkeys(_LEFT_OUT):
+        terminalreporter.write_line(line)

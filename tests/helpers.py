@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -165,3 +167,100 @@ SEARCH_FILTERS: list[dict[str, object]] = [
     {"session_id": "s3"},
     {"since": datetime(2026, 3, 1, 3, tzinfo=UTC), "until": datetime(2026, 3, 1, 8, tzinfo=UTC)},
 ]
+
+
+# -- JSON examples in the docs, checked against a real run ----------------------------------
+
+#: An example block: ``<!-- output of: COMMAND -->`` then a fenced JSON block.
+_EXAMPLE_RE = re.compile(r"<!-- output of: (?P<command>.+?) -->\n```json\n(?P<body>.*?)```", re.S)
+#: Set to rewrite each example from the run instead of checking it.
+WRITE_EXAMPLES = os.environ.get("PGSEARCH_WRITE_EXAMPLES") == "1"
+#: A string in an example standing for a value that differs from run to run.
+ANY = "…"
+
+
+def doc_examples(path: Path) -> dict[str, Any]:
+    """The JSON examples of a document, by the command they are the output of."""
+    found = {m["command"]: json.loads(m["body"]) for m in _EXAMPLE_RE.finditer(path.read_text())}
+    assert found, f"{path} has no '<!-- output of: ... -->' example"
+    return found
+
+
+def _matches(shown: Any, actual: Any) -> bool:
+    if shown == ANY:
+        return True
+    if isinstance(shown, dict) and isinstance(actual, dict):
+        return shown.keys() == actual.keys() and all(_matches(shown[k], actual[k]) for k in shown)
+    if isinstance(shown, list) and isinstance(actual, list):
+        return len(shown) == len(actual) and all(map(_matches, shown, actual))
+    return bool(shown == actual)
+
+
+def _wrapped(item: Any, width: int = 88) -> str:
+    """A list item of an example, its keys wrapped to lines of about `width`."""
+    if not isinstance(item, dict):
+        return "    " + json.dumps(item, ensure_ascii=False)
+    lines: list[str] = []
+    line = "    {"
+    for i, (key, value) in enumerate(item.items()):
+        part = f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}"
+        part += "}" if i == len(item) - 1 else ","
+        if len(line) + len(part) + 1 > width and line.strip() != "{":
+            lines.append(line)
+            line = "     " + part
+        else:
+            line += ("" if line.endswith("{") else " ") + part
+    return "\n".join([*lines, line])
+
+
+def format_example(value: Any) -> str:
+    """An example as the docs show it: one top-level key a line, lists one item a line."""
+    if isinstance(value, dict):
+        lines = []
+        for key, item in value.items():
+            if isinstance(item, list) and item:
+                inner = ",\n".join(_wrapped(x) for x in item)
+                lines.append(f"  {json.dumps(key)}: [\n{inner}\n  ]")
+            else:
+                lines.append(f"  {json.dumps(key)}: {json.dumps(item, ensure_ascii=False)}")
+        return "{\n" + ",\n".join(lines) + "\n}\n"
+    return json.dumps(value, ensure_ascii=False) + "\n"
+
+
+def check_example(path: Path, command: str, actual: Any, *, volatile: tuple[str, ...] = ()) -> None:
+    """The example of `command` in `path` shows `actual` (values under the keys named
+    in `volatile` shown as "…"); with PGSEARCH_WRITE_EXAMPLES=1 it is rewritten."""
+
+    def blank(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: ANY if k in volatile and v is not None else blank(v) for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [blank(v) for v in value]
+        return value
+
+    actual = blank(actual)
+    if WRITE_EXAMPLES:
+        text = path.read_text()
+        marker = f"<!-- output of: {command} -->\n```json\n"
+        start = text.index(marker) + len(marker)
+        end = text.index("```", start)
+        path.write_text(text[:start] + format_example(actual) + text[end:])
+        return
+    shown = doc_examples(path)[command]
+    assert _matches(shown, actual), (
+        f"{path.name}: the example of `{command}` differs from a real run "
+        f"(PGSEARCH_WRITE_EXAMPLES=1 rewrites it):\n{format_example(actual)}"
+    )
+
+
+def marked(match: Any) -> str:
+    """A match's excerpt with its highlights between ``**`` (for assertions)."""
+    from pgsearch.highlight import segments
+
+    if isinstance(match, dict):
+        text, spans = match["excerpt"], [tuple(s) for s in match["highlights"]]
+    else:
+        text, spans = match.excerpt, match.highlights
+    return "".join(f"**{p}**" if hit else p for p, hit in segments(text, spans))

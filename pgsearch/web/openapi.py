@@ -60,6 +60,7 @@ SCHEMAS: dict[str, Any] = {
             "score",
             "title",
             "parent_session_id",
+            "highlights",
         ],
         "properties": {
             "workspace_id": _STRING,
@@ -72,12 +73,25 @@ SCHEMAS: dict[str, Any] = {
             "tool_name": _nullable("string"),
             "excerpt": {
                 "type": "string",
-                "description": "Text around the matched words, which are marked **like this**.",
+                "description": "Text around the matched words, as stored (no marks).",
             },
             "created_at": _TIME,
             "score": {"type": "number"},
             "title": _nullable("string"),
             "parent_session_id": _nullable("string"),
+            "highlights": {
+                "type": "array",
+                "description": (
+                    "The matched words of the excerpt: [start, end] offsets in Unicode code "
+                    "points (end exclusive), in order, not overlapping."
+                ),
+                "items": {
+                    "type": "array",
+                    "items": {"type": "integer", "minimum": 0},
+                    "minItems": 2,
+                    "maxItems": 2,
+                },
+            },
         },
     },
     "SessionQueryResult": {

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,9 @@ import pytest
 from pgsearch.cli import main
 from pgsearch.types import SessionMatch
 from tests.conftest import EXAMPLES, Databases
+from tests.helpers import check_example, doc_examples
+
+REPO = Path(__file__).resolve().parents[2]
 
 MATCH_FIELDS = {f.name for f in dataclasses.fields(SessionMatch)}
 
@@ -134,7 +138,8 @@ def test_readme_flow_migrate_ingest_search(empty_dsn: str, tmp_path: Path) -> No
     out = ok(pgsearch("search", "advisory lock", "-w", "demo", dsn=empty_dsn, cwd=tmp_path))
     first = out.splitlines()[0]
     assert first.startswith("1. session=cron-refactor seq=")
-    assert "**advisory**" in out
+    # Not a terminal: plain text, no marks of any kind.
+    assert "Use a Postgres advisory lock" in out and "**" not in out and "\x1b" not in out
     assert "entries searched" in out
     hint = re.search(r"open a window: pgsearch around -w demo --session (\S+) --seq (\d+)", out)
     assert hint is not None
@@ -465,3 +470,69 @@ def test_search_json_names_the_parent_of_a_sub_agent_session(dsn: str) -> None:
     assert parents[main] is None
     text = ok(pgsearch("search", "onQueryChange", "-w", "w1", dsn=dsn))
     assert f"session={main}/agent-a3f9c21 parent={main} seq=" in text
+
+
+# -- the README's JSON examples -----------------------------------------------------------
+
+
+def test_readme_json_examples_are_a_real_runs_output(shared: str) -> None:
+    readme = REPO / "README.md"
+    examples = doc_examples(readme)
+    for command in examples:
+        argv = shlex.split(command)
+        assert argv[0] == "pgsearch", command
+        actual = json.loads(ok(pgsearch(*argv[1:], dsn=shared)))
+        check_example(readme, command, actual, volatile=("next_cursor",))
+
+
+def test_search_on_a_terminal_shows_matches_in_colour(shared: str) -> None:
+    """On a terminal the matched words are bold and coloured, the rest plain."""
+    import pty
+
+    primary, secondary = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGSEARCH_")}
+    env.pop("NO_COLOR", None)
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pgsearch",
+            "--dsn",
+            shared,
+            "search",
+            "advisory lock",
+            "-w",
+            "demo",
+        ],
+        stdout=secondary,
+        stderr=subprocess.PIPE,
+        env=env,
+    ) as proc:
+        os.close(secondary)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        proc.wait(timeout=60)
+    os.close(primary)
+    out = b"".join(chunks).decode()
+    assert proc.returncode == 0, out
+    assert "\x1b[1;33madvisory\x1b[0m \x1b[1;33mlock\x1b[0m" in out
+    assert "**" not in out
+
+
+def test_browsing_says_newest_entries_and_shows_no_scores(shared: str) -> None:
+    out = ok(pgsearch("search", "", "-w", "demo", "--limit", "3", dsn=shared))
+    assert out.startswith("newest entries:")
+    assert "score" not in out
+    assert "3 entries, 17 entries searched" in out
+
+
+def test_one_match_is_one_match(shared: str) -> None:
+    out = ok(pgsearch("search", "kubectl", "-w", "demo", dsn=shared))
+    assert "\n1 match, " in out

@@ -34,9 +34,10 @@ from pgsearch import PgSearch, SessionQueryRequest, Settings
 from pgsearch.aio import AsyncPgSearch
 from pgsearch.db.citus import CROSS_WORKSPACE
 from pgsearch.db.driver import UnitRecord
-from pgsearch.db.routing import replay_probe
+from pgsearch.db.routing import PRIMARY_POSITION, replay_probe
+from pgsearch.search import SearchEngine
 from pgsearch.tools import session_tools
-from tests.citus.conftest import Schemas
+from tests.citus.conftest import Schemas, with_options
 from tests.helpers import assert_statistics_exact
 
 REPO = Path(__file__).resolve().parents[2]
@@ -181,6 +182,10 @@ def _exercise(dsn: str, tmp: Path) -> list[UnitRecord]:
                                     )
                                 )
                 provider.explain(SessionQueryRequest(query="deploy cluster"))
+                # The exhaustive scorer (bench.oracle) reads every match.
+                engine, other._engine = other._engine, SearchEngine(settings, exhaustive=True)
+                other.provider(workspace=WS[0]).search(SessionQueryRequest(query="deploy"))
+                other._engine = engine
             units += s2
         provider = pg.provider(workspace=WS[0])
         provider.around("bulk", 10, before=3, after=3)
@@ -201,8 +206,32 @@ def _exercise(dsn: str, tmp: Path) -> list[UnitRecord]:
         pg.table_sizes()
         pg._store.after_bulk_load(10**12)  # estimate and maintenance
     units += sink
+    units += _exercise_prepared(dsn, tmp)
     units += asyncio.run(_exercise_async(dsn))
     return units
+
+
+def _exercise_prepared(dsn: str, tmp: Path) -> list[UnitRecord]:
+    """Writes repeated on one connection of a server that plans prepared statements
+    generically: the driver prepares a statement run five times, and a generic plan
+    cannot see the workspace a router query needs (each would reach every shard)."""
+    generic = with_options(dsn, plan_cache_mode="force_generic_plan")
+    one = Settings.from_env().with_(pool_min=1, pool_max=1)
+    with PgSearch.connect(generic, settings=one) as pg, pg._driver.capture() as sink:
+        for i in range(8):
+            pg.append(
+                workspace=WS[0],
+                session_id=f"prepared{i % 2}",
+                messages=[_line(i), _line(i + 1, "assistant")],
+            )
+            path = tmp / f"prepared-file{i}.jsonl"
+            path.write_text(json.dumps(_line(i)) + "\n", encoding="utf-8")
+            pg.ingest_file(path, workspace=WS[0])
+            pg.ingest_paths([path], workspace=WS[0])
+            pg.forget(workspace=WS[0], session_id=f"prepared{i % 2}")
+            pg.provider(workspace=WS[0]).search(SessionQueryRequest(query="deploy cluster"))
+            pg.sessions(workspace=WS[0])
+        return list(sink)
 
 
 async def _exercise_async(dsn: str) -> list[UnitRecord]:
@@ -371,10 +400,13 @@ def test_the_standby_probe_reads_no_distributed_table(proof: Any) -> None:
             row = conn.execute("EXPLAIN (FORMAT JSON) " + str(probe.sql), probe.params).fetchone()
             assert row is not None and _tasks(row[0]) == []
             assert conn.execute(probe.sql, probe.params).fetchall()
+        # What a standby's replay is measured against, asked of the primary node.
+        row = conn.execute("EXPLAIN (FORMAT JSON) " + str(PRIMARY_POSITION.sql)).fetchone()
+        assert row is not None and _tasks(row[0]) == []
 
 
 #: Statements checked on their own above (not part of the exercised run).
-NODE_PROBES = {"standby probe"}
+NODE_PROBES = {"standby probe", "primary position"}
 
 
 def test_every_statement_name_was_exercised(proof: Any) -> None:

@@ -111,7 +111,7 @@ def test_a_directory_mixing_every_agent_finds_a_word_from_each(
         sid = case.session_at(mixed / case.path.relative_to(case.base))
         top = provider.search(SessionQueryRequest(query=case.user_word, session_id=sid)).matches[0]
         assert (top.kind, top.role) == ("user_text", "user"), case.id
-        assert case.user_word in top.excerpt.replace("**", "").lower(), case.id
+        assert case.user_word in top.excerpt.lower(), case.id
         error = provider.search(
             SessionQueryRequest(query=case.error_words, kinds=("tool_error",))
         ).matches[0]

@@ -10,6 +10,7 @@ import pytest
 
 from pgsearch import InvalidQuery, PgSearch, ScopeError, SessionQueryRequest
 from pgsearch.types import MAX_RESULT_BYTES
+from tests.helpers import marked
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -87,7 +88,7 @@ def test_title_only_match_is_found(corpus: PgSearch) -> None:
     result = corpus.provider(workspace="w").search(SessionQueryRequest(query="kubernetes ingress"))
     assert [m.session_id for m in result.matches] == ["titled"]
     assert result.matches[0].kind == "title"
-    assert "**Kubernetes**" in result.matches[0].excerpt
+    assert "**Kubernetes**" in marked(result.matches[0])
 
 
 def test_secret_in_tool_output_is_not_found_but_its_session_is(corpus: PgSearch) -> None:
@@ -100,7 +101,7 @@ def test_typo_finds_the_word(corpus: PgSearch) -> None:
     assert search(corpus, "databse") == [("typos", 0)]
     assert search(corpus, "migraton overnihgt") == [("typos", 0)]
     result = corpus.provider(workspace="w").search(SessionQueryRequest(query="databse"))
-    assert "**database**" in result.matches[0].excerpt
+    assert "**database**" in marked(result.matches[0])
 
 
 @pytest.mark.parametrize("query", ["Pokémon", "pokemon", "POKEMON", "POKÉMON", "pokèmon"])
@@ -429,4 +430,4 @@ def test_excerpt_of_a_hit_on_a_long_identifier_shows_the_identifier(pg: PgSearch
         workspace="w",
     )
     (match,) = result.matches
-    assert "**invalidation**" in match.excerpt and "warm" not in match.excerpt
+    assert "**invalidation**" in marked(match) and "warm" not in match.excerpt

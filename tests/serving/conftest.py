@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from pgsearch.db.migrate import migrate
+from tests.conftest import missing_part
 from tests.serving.cluster import Cluster, MissingServer, Server, find_binaries
 
 
@@ -29,7 +30,7 @@ def cluster() -> Iterator[Cluster]:
     else:
         missing = ""
     if missing:
-        pytest.fail(missing, pytrace=False)
+        missing_part("server-programs", missing)
     with Cluster.start(bins) as running:
         yield running
 

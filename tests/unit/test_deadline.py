@@ -12,11 +12,12 @@ from pgsearch.db import reads
 from pgsearch.db.work import Results, Statement, Step, Work, drive, fetch
 from pgsearch.deadline import Deadline
 from pgsearch.errors import StoreError
-from pgsearch.excerpt import MARK_OPEN, SCAN_BLOCK_CHARS
+from pgsearch.excerpt import SCAN_BLOCK_CHARS
 from pgsearch.ranking import Ranked
 from pgsearch.rows import StoredMessage
 from pgsearch.search import materialise
 from pgsearch.settings import IndexPolicy
+from tests.helpers import marked
 
 
 class Clock:
@@ -99,11 +100,11 @@ def test_excerpts_after_the_deadline_read_only_the_first_block() -> None:
             index_policy=IndexPolicy(),
             deadline=deadline,
         )
-        return match.excerpt
+        return marked(match)
 
     clock = Clock()
     deadline = Deadline.start(1000, clock)
-    assert f"{MARK_OPEN}needle" in excerpt(deadline)
+    assert "**needle" in excerpt(deadline)
     clock.now += 2
     late = excerpt(deadline)
-    assert MARK_OPEN not in late and late.startswith("filler words")
+    assert "**" not in late and late.startswith("filler words")

@@ -19,6 +19,7 @@ PURE_CORE = (
     "cursor",
     "errors",
     "excerpt",
+    "highlight",
     "indexing",
     "messages",
     "normalize",

@@ -44,4 +44,4 @@ def test_the_server_lists_exactly_the_tool_specs() -> None:
     result = anyio.run(call.handler, None, params)
     assert not result.is_error
     assert result.structured_content["searched"] == 12
-    assert "1 matches" in result.content[0].text
+    assert "1 match (" in result.content[0].text

@@ -26,7 +26,12 @@ SNAPSHOT = Path(__file__).resolve().parent.parent / "fixtures" / "tool_schemas.j
 WHEN = datetime(2026, 3, 2, 9, 0, 5, tzinfo=UTC)
 
 
-def _match(sid: str = "s1", seq: int = 4, excerpt: str = "the **cron** job") -> SessionMatch:
+def _match(
+    sid: str = "s1",
+    seq: int = 4,
+    excerpt: str = "the cron job",
+    highlights: tuple[tuple[int, int], ...] = ((4, 8),),
+) -> SessionMatch:
     return SessionMatch(
         workspace_id="w",
         session_id=sid,
@@ -37,6 +42,7 @@ def _match(sid: str = "s1", seq: int = 4, excerpt: str = "the **cron** job") -> 
         role="user",
         tool_name=None,
         excerpt=excerpt,
+        highlights=highlights,
         created_at=WHEN,
         score=1.5,
         title="Cron refactor",
@@ -252,7 +258,7 @@ def test_search_renders_compact_text_with_next_call_hint() -> None:
     provider = FakeProvider()
     output = tools.run_tool(provider, "session_search", '{"query": "cron", "kinds": ["user_text"]}')
     assert not output.is_error
-    assert "1 matches (12 entries searched; best match per session)." in output.text
+    assert "1 match (12 entries searched; best match per session)." in output.text
     assert "[1] session_id=s1 seq=4 user_text role=user turn=2 at=2026-03-02T09:00:05Z" in (
         output.text
     )
@@ -384,7 +390,7 @@ def test_factory_returns_the_three_tools_bound_to_the_provider() -> None:
     search = made[0]
     assert search.openai() == tools.tool_definitions("openai")[0]
     assert search.anthropic() == tools.tool_definitions("anthropic")[0]
-    assert "1 matches" in search('{"query": "cron"}')
+    assert "1 match (" in search('{"query": "cron"}')
     assert search('{"query": "cron", "workspace_id": "elsewhere"}').startswith("error: ")
 
 

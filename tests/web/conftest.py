@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,7 +31,28 @@ from pgsearch import PgSearch, Settings
 from pgsearch.db.migrate import migrate
 from pgsearch.web.app import ServeConfig, create_app
 from pgsearch.web.server import ConnectionLimits, uvicorn_config
-from tests.conftest import EXAMPLES, Databases
+from tests.conftest import EXAMPLES, Databases, left_out, required
+
+#: The browser the page's tests drive (Debian's Chromium; no browser is downloaded).
+CHROMIUM = os.environ.get("PGSEARCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+BROWSER_TESTS = Path(__file__).resolve().parent / "test_browser.py"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without Chromium the browser tests are left out, with one line saying how to
+    enable them (unless ``PGSEARCH_REQUIRE`` names chromium: then they fail)."""
+    if Path(CHROMIUM).exists() or required("chromium"):
+        return
+    mine = [i for i in items if Path(str(i.path)).resolve() == BROWSER_TESTS]
+    if not mine:
+        return
+    config.hook.pytest_deselected(items=mine)
+    items[:] = [i for i in items if i not in mine]
+    left_out(
+        f"tests/web/test_browser.py left out ({len(mine)} tests): no Chromium at {CHROMIUM} "
+        "(enable: apt-get install -y chromium, or PGSEARCH_CHROMIUM=<a Chromium binary>)"
+    )
+
 
 WORKSPACE = "acme"
 OTHER = "rival"

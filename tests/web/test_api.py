@@ -4,12 +4,14 @@ request can widen (crafted workspace ids, session ids, cursors)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 
 from pgsearch import PgSearch, SessionMatch, SessionQueryRequest
 from pgsearch.db.store import HEAD_REVISION
 from tests.conftest import EXAMPLES, Databases
+from tests.helpers import check_example, doc_examples, marked
 from tests.web.conftest import (
     LONG,
     OTHER,
@@ -199,6 +201,24 @@ def test_append_needs_a_write_token_and_is_searchable_at_once(
     assert page["messages"][0]["content"] == "zebra crossing"
 
 
+def test_an_append_sent_again_with_ids_is_stored_once(server: LiveServer, http_dsn: str) -> None:
+    with PgSearch.connect(http_dsn) as pg:  # a workspace of its own: scores elsewhere stay
+        c = client(server, pg.create_token(workspace="resending", write=True).secret)
+    messages = [
+        {"role": "user", "content": "resent question", "id": "q1"},
+        {"role": "assistant", "content": "resent answer", "id": "a1"},
+    ]
+    body = {"session_id": "resent", "messages": messages}
+    assert c.post("/v1/append", body).json() == {"session_id": "resent", "appended": 2}
+    again = c.post("/v1/append", {"session_id": "resent", "messages": messages[1:]})
+    assert again.json() == {"session_id": "resent", "appended": 0}
+    page = c.get("/v1/sessions/resent/messages").json()
+    assert [m["content"] for m in page["messages"]] == ["resent question", "resent answer"]
+    twice = {"session_id": "resent", "messages": [messages[0], {**messages[0], "content": "x"}]}
+    response = c.post("/v1/append", twice)
+    assert response.status_code == 400 and "also message 0's" in response.text
+
+
 def test_append_cannot_leave_the_tokens_scope(server: LiveServer, tokens: dict[str, str]) -> None:
     pinned = client(server, tokens["pinned_write"])
     other_session = {"session_id": "elsewhere", "messages": [{"role": "user", "content": "x"}]}
@@ -373,7 +393,7 @@ def test_search_over_http_equals_the_in_process_provider(
             assert over_http == local.search(request).to_json(), body
     first = remote.search({"query": "advisroy lock"})["matches"]
     assert isinstance(first, list) and first[0]["session_id"] == "cron-refactor"
-    assert "**" in first[0]["excerpt"]
+    assert "**" in marked(first[0]) and "**" not in first[0]["excerpt"]
     assert set(first[0]) == {f.name for f in dataclasses.fields(SessionMatch)}
 
 
@@ -532,3 +552,15 @@ def test_a_database_that_went_away_is_503_unavailable(dsn: str, databases: Datab
         for response in (c.get("/v1/sessions"), client(live).get("/healthz")):
             assert response.status_code == 503, response.text
             assert error_code(response) == "unavailable"
+
+
+def test_the_http_docs_json_examples_are_a_real_runs_output(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    doc = Path(__file__).resolve().parents[2] / "docs" / "http.md"
+    for command in doc_examples(doc):
+        method, path, body = command.split(" ", 2)
+        assert method == "POST", command
+        answer = client(server, tokens["read"]).post(path, json.loads(body))
+        assert answer.status_code == 200, answer.text
+        check_example(doc, command, answer.json(), volatile=("next_cursor", "searched", "score"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from tests.web.conftest import LONG, LiveServer
+from pgsearch import PgSearch
+from tests.conftest import missing_part
+from tests.web.conftest import CHROMIUM, LONG, LiveServer
 
-CHROMIUM = os.environ.get("PGSEARCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 #: Where a test run leaves its screenshots (for a person to look at).
 SHOTS = os.environ.get("PGSEARCH_SCREENSHOTS")
 
@@ -29,9 +29,10 @@ SHOTS = os.environ.get("PGSEARCH_SCREENSHOTS")
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
-        pytest.fail(
-            f"no Chromium at {CHROMIUM}: install Debian's (apt-get install -y chromium "
-            "chromium-driver) or point PGSEARCH_CHROMIUM at a Chromium binary"
+        missing_part(
+            "chromium",
+            f"no Chromium at {CHROMIUM}: apt-get install -y chromium, "
+            "or PGSEARCH_CHROMIUM=<a Chromium binary>",
         )
     # Generous waits: CI runs this beside other suites on two cores.
     expect.set_options(timeout=15_000)
@@ -230,3 +231,47 @@ def test_a_wrong_token_is_refused_and_the_page_says_why(
     page.click("#login-form button[type=submit]")
     expect(page.locator("#login-error")).to_contain_text("unknown or was revoked")
     expect(page.locator("#search-view")).to_be_hidden()
+
+
+def test_marks_come_from_the_ranges_and_browsing_is_not_searching(
+    context: BrowserContext, server: LiveServer, http_dsn: str
+) -> None:
+    """Stored Markdown stays text: only the matched words are marked. An empty query
+    lists the newest entries, with no scores and no chart of hits."""
+    with PgSearch.connect(http_dsn) as pg:
+        pg.append(
+            workspace="md-notes",
+            session_id="release",
+            messages=[
+                {"role": "user", "content": "which release was it?"},
+                {"role": "assistant", "content": "Done. **Round 2 commit SHA**: 4f2a9c1"},
+            ],
+        )
+        pg.append(
+            workspace="md-notes",
+            session_id="plans",
+            messages=[{"role": "user", "content": "plan the **next** round"}],
+        )
+        token = pg.create_token(workspace="md-notes").secret
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    sign_in(page, server.url, token)
+    page.fill("#q", "commit sha")
+    page.press("#q", "Enter")
+    hit = page.locator(".result", has_text="Round 2")
+    expect(hit).to_have_count(1)
+    expect(hit.locator(".excerpt")).to_have_text("Done. **Round 2 commit SHA**: 4f2a9c1")
+    expect(hit.locator("mark")).to_have_text(["commit", "SHA"])
+    expect(hit.locator(".score")).to_have_count(1)
+    shot(page, "search-markdown")
+
+    page.fill("#q", "")
+    page.press("#q", "Enter")
+    expect(page.locator("#status")).to_contain_text("Newest entries (2)")
+    expect(page.locator(".result")).to_have_count(2)
+    expect(page.locator(".result .score")).to_have_count(0)
+    expect(page.locator(".result mark")).to_have_count(0)
+    expect(page.locator("#histogram")).to_be_hidden()
+    shot(page, "browse")
+    assert errors == []

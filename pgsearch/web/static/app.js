@@ -73,13 +73,28 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
-// Excerpts mark matched words **like this**: odd pieces are the matches.
-function highlighted(text) {
+// An excerpt's pieces: [text, matched] from its highlights, [start, end] offsets in
+// code points (a JavaScript string counts UTF-16 units, so it is split into code
+// points first). Ranges out of order or outside the text are ignored.
+function pieces(m) {
+  const chars = Array.from(m.excerpt || "");
+  const out = [];
+  let pos = 0;
+  for (const [start, end] of m.highlights || []) {
+    if (start < pos || end <= start || end > chars.length) continue;
+    if (start > pos) out.push([chars.slice(pos, start).join(""), false]);
+    out.push([chars.slice(start, end).join(""), true]);
+    pos = end;
+  }
+  if (pos < chars.length) out.push([chars.slice(pos).join(""), false]);
+  return out;
+}
+
+function highlighted(m) {
   const out = document.createDocumentFragment();
-  text.split("**").forEach((piece, i) => {
-    if (!piece) return;
-    out.append(i % 2 ? el("mark", { text: piece }) : document.createTextNode(piece));
-  });
+  for (const [piece, matched] of pieces(m)) {
+    out.append(matched ? el("mark", { text: piece }) : document.createTextNode(piece));
+  }
   return out;
 }
 
@@ -99,9 +114,9 @@ function status(text) {
 function markedWords(matches) {
   const words = new Set();
   for (const m of matches) {
-    m.excerpt.split("**").forEach((piece, i) => {
-      if (i % 2 && piece.trim()) words.add(piece.trim().toLowerCase());
-    });
+    for (const [piece, matched] of pieces(m)) {
+      if (matched && piece.trim()) words.add(piece.trim().toLowerCase());
+    }
   }
   return [...words].sort((a, b) => b.length - a.length);
 }
@@ -188,18 +203,26 @@ async function runSearch(p, more) {
     $("results").replaceChildren();
     state.selected = -1;
   }
+  // An empty query lists the newest entries: not a search, so no scores or chart.
+  state.browsing = !(body.query || "").trim();
   state.cursor = result.next_cursor;
   const start = state.matches.length;
   state.matches.push(...result.matches);
   result.matches.forEach((m, i) => $("results").append(resultItem(m, start + i)));
   $("more").hidden = !result.next_cursor;
   const n = state.matches.length;
-  let text = n
-    ? `${n} match${n === 1 ? "" : "es"}${result.next_cursor ? " so far" : ""} · ${result.searched} entries searched`
-    : `No match · ${result.searched} entries searched`;
+  const searched = `${result.searched} ${result.searched === 1 ? "entry" : "entries"} searched`;
+  const more_ = result.next_cursor ? " so far" : "";
+  let text;
+  if (state.browsing) {
+    text = n ? `Newest entries (${n}${more_}) · ${searched}` : `No entries · ${searched}`;
+  } else {
+    text = n ? `${n} match${n === 1 ? "" : "es"}${more_} · ${searched}` : `No match · ${searched}`;
+  }
   if (result.notice) text += " · " + result.notice;
   status(text);
-  histogram(state.matches);
+  if (state.browsing) $("histogram").hidden = true;
+  else histogram(state.matches);
   if (!more && n) select(0, false);
 }
 
@@ -214,9 +237,9 @@ function resultItem(m, index) {
       el("span", { class: "tag", text: m.kind }),
       el("span", { text: m.role + (m.tool_name ? " · " + m.tool_name : "") }),
       el("time", { datetime: m.created_at, text: when(m.created_at) }),
-      el("span", { class: "score", title: "score", text: "score " + m.score.toFixed(3) }),
+      state.browsing ? null : el("span", { class: "score", title: "score", text: "score " + m.score.toFixed(3) }),
     ),
-    el("p", { class: "excerpt" }, highlighted(m.excerpt)),
+    el("p", { class: "excerpt" }, highlighted(m)),
   );
   item.addEventListener("click", () => openMatch(index));
   return item;
