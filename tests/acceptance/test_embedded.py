@@ -475,3 +475,9 @@ def test_a_search_loads_neither_sqlalchemy_nor_alembic_nor_the_ingest_path(dsn: 
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("no matches")
+
+
+def test_server_stop_when_nothing_runs_says_so(home: Path) -> None:
+    out = ok(run(home, "server", "stop"))
+    assert out.strip() == "embedded server is not running: nothing to stop"
+    assert "stopped" not in out
