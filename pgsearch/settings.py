@@ -125,6 +125,12 @@ class Settings:
     pool_max: int = 8
     #: Seconds a call waits for a free pooled connection before failing.
     pool_timeout: float = 30.0
+    #: Seconds after a call began within which it is run again, by itself, while the
+    #: database cannot be reached or the connection is lost (a restart, a failover,
+    #: killed backends); an append also when the connection was lost after its
+    #: ``COMMIT`` was sent (its messages' keys make running it again safe). Deadlocks
+    #: and serialization failures get a few attempts whatever this says.
+    retry_seconds: float = 30.0
     #: Streaming standbys that serve searches, windows and listings (writes always go
     #: to `dsn`). Empty: everything runs on the primary. Hidden from ``repr``.
     read_dsns: tuple[str, ...] = field(default=(), repr=False)
@@ -189,6 +195,14 @@ class Settings:
                     f"PGSEARCH_POOL_TIMEOUT must be a number of seconds, "
                     f"got {env['PGSEARCH_POOL_TIMEOUT']!r}"
                 ) from None
+        if "PGSEARCH_RETRY_SECONDS" in env:
+            try:
+                values["retry_seconds"] = float(env["PGSEARCH_RETRY_SECONDS"])
+            except ValueError:
+                raise ConfigError(
+                    f"PGSEARCH_RETRY_SECONDS must be a number of seconds, "
+                    f"got {env['PGSEARCH_RETRY_SECONDS']!r}"
+                ) from None
         if "PGSEARCH_READ_DSN" in env:
             values["read_dsns"] = parse_read_dsns(env["PGSEARCH_READ_DSN"])
         if "PGSEARCH_INDEX" in env:
@@ -228,6 +242,11 @@ class Settings:
             )
         if not self.pool_timeout > 0:
             raise ConfigError("pool_timeout must be positive")
+        if not 0 <= self.retry_seconds <= 3600:
+            raise ConfigError(
+                f"PGSEARCH_RETRY_SECONDS must be between 0 and 3600 seconds, "
+                f"got {self.retry_seconds}"
+            )
         if not isinstance(self.read_dsns, tuple):
             raise ConfigError("read_dsns must be a tuple of connection strings")
         if not 0 <= self.read_wait_ms <= 60_000:

@@ -11,7 +11,10 @@ statements lives here and nowhere else:
 - driver errors wrapped as `StoreError` & co. (`wrap_errors`) and thrown into the work;
 - the one retry layer: a deadlock, serialization failure or recovery conflict reruns
   the whole unit from a fresh generator; a lost connection reruns it when ``COMMIT``
-  was never sent (`StoreUnavailable`), and is reported as `OutcomeUnknown` when it was;
+  was never sent (`StoreUnavailable`), and when it was, reruns a unit that is
+  `Unit.idempotent` (an append) and reports `OutcomeUnknown` for any other. While the
+  store is unreachable (a restart, killed backends) a unit is run again for up to
+  `DriverConfig.retry_seconds`; other transient failures get `RETRY_ATTEMPTS`;
 - node choice through a `Router` (`pgsearch.db.routing`), one pool per node;
 - traces (``EXPLAIN`` in the same transaction) and round-trip counts (`capture`).
 
@@ -77,6 +80,8 @@ AsyncConnection = psycopg.AsyncConnection[TupleRow]
 #: attempt, with full jitter so that colliding writers drift apart).
 RETRY_ATTEMPTS = 6
 RETRY_BACKOFF = 0.02
+#: The longest back-off between two attempts (seconds).
+MAX_BACKOFF = 1.0
 #: A pooled connection idle for longer than this is checked (one round trip) before
 #: it is handed out; younger ones are used directly and a dead one costs one retry.
 CHECK_IDLE_SECONDS = 30.0
@@ -147,6 +152,9 @@ class DriverConfig:
     application_name: str = "pgsearch"
     #: On Citus, fail any multi-shard statement of a workspace-bound unit.
     single_shard: bool = False
+    #: Seconds after its start within which a unit that found the store unreachable
+    #: (or lost its connection after COMMIT, when it is idempotent) is run again.
+    retry_seconds: float = 30.0
 
     @classmethod
     def from_settings(cls, settings: Any) -> DriverConfig:
@@ -160,6 +168,7 @@ class DriverConfig:
             pool_timeout=settings.pool_timeout,
             standby_pool_timeout=getattr(settings, "read_connect_timeout_ms", 1000) / 1000,
             single_shard=settings.citus_single_shard,
+            retry_seconds=settings.retry_seconds,
         )
 
 
@@ -241,10 +250,18 @@ def _wrapped(exc: BaseException, context: str) -> PgSearchError:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+#: SQLSTATEs of a server ending the connection (an administrator's or a crash's
+#: shutdown, a server starting or stopping): nothing more can be sent on it.
+_ENDING = frozenset({"57P01", "57P02", "57P03"})
+
+
 def _lost(conn: Connection | AsyncConnection, exc: BaseException) -> bool:
     if not isinstance(exc, psycopg.OperationalError):
         return False
     if conn.broken or conn.closed:
+        return True
+    if exc.sqlstate in _ENDING or (exc.sqlstate or "").startswith("08"):
+        conn.pgconn.finish()
         return True
     if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
         # The server went away in the middle of a pipeline and psycopg, unable to
@@ -256,10 +273,11 @@ def _lost(conn: Connection | AsyncConnection, exc: BaseException) -> bool:
     return False
 
 
-def retriable(exc: BaseException) -> bool:
-    """Whether rerunning the whole unit is safe and may succeed."""
+def retriable(exc: BaseException, *, idempotent: bool = False) -> bool:
+    """Whether rerunning the whole unit is safe and may succeed (after a lost COMMIT,
+    only for a unit that running again cannot change once it committed)."""
     if isinstance(exc, OutcomeUnknown):
-        return False
+        return idempotent
     if isinstance(exc, StoreUnavailable):
         return True
     if not isinstance(exc, StoreError):
@@ -298,7 +316,7 @@ def _node_failure(exc: BaseException, node: str) -> bool:
 
 
 def _backoff(attempt: int) -> float:
-    return random.uniform(0, RETRY_BACKOFF * 2**attempt)
+    return random.uniform(0, min(MAX_BACKOFF, RETRY_BACKOFF * 2 ** min(attempt, 16)))
 
 
 def _with_network_params(dsn: str) -> dict[str, Any]:
@@ -459,6 +477,24 @@ class _Core:
             out.__cause__ = exc
             return out
         return _wrapped(exc, context)
+
+    def _retry_after(
+        self, exc: PgSearchError, unit: Unit[Any], attempt: int, started: float, node_failed: bool
+    ) -> float | None:
+        """Seconds to wait before running `unit` again after `exc`, or None: fail.
+
+        Transient failures get `RETRY_ATTEMPTS` attempts; a store that cannot be
+        reached (or a lost COMMIT of an idempotent unit) is tried again until
+        `DriverConfig.retry_seconds` after the unit began."""
+        if self.closed or not (retriable(exc, idempotent=unit.idempotent) or node_failed):
+            return None
+        delay = _backoff(attempt)
+        if attempt < RETRY_ATTEMPTS:
+            return delay
+        if not isinstance(exc, StoreUnavailable | OutcomeUnknown):
+            return None
+        remaining = self.config.retry_seconds - (time.monotonic() - started)
+        return min(delay, remaining) if remaining > 0 else None
 
     def _check_open(self, unit: Unit[Any]) -> None:
         if self.closed:
@@ -768,7 +804,10 @@ class Driver(_Core):
         self._check_open(unit)
         rec = _Recorder(unit.context, unit.write, unit.workspace, keep=bool(self._captures))
         excluded: set[str] = set()
-        for attempt in range(1, RETRY_ATTEMPTS + 1):
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
             choice = self._choose(_intent(unit, attempt, excluded))
             if choice.delay > 0:
                 time.sleep(min(choice.delay, MAX_ROUTER_DELAY))
@@ -777,6 +816,8 @@ class Driver(_Core):
                 value = self._attempt(unit, choice, rec)
             except _Rejected:
                 excluded.add(choice.node)
+                if attempt >= RETRY_ATTEMPTS:
+                    raise StoreError(f"{unit.context}: no node accepted the work") from None
                 continue
             except PgSearchError as exc:
                 node_failed = _node_failure(exc, choice.node)
@@ -785,18 +826,18 @@ class Driver(_Core):
                     excluded.add(choice.node)
                     if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         self._pools[choice.node].check()
-                if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
+                delay = self._retry_after(exc, unit, attempt, started, node_failed)
+                if delay is None:
                     self._publish(rec.record(exc))
                     raise
-                log.info("retrying after %s (attempt %d of %d)", exc, attempt, RETRY_ATTEMPTS)
-                time.sleep(_backoff(attempt))
+                log.info("retrying after %s (attempt %d)", exc, attempt)
+                time.sleep(delay)
                 continue
             except BaseException as exc:
                 self._publish(rec.record(exc))
                 raise
             self._publish(rec.record())
             return value
-        raise StoreError(f"{unit.context}: no node accepted the work")
 
     def _attempt(self, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
         pool = self._pools[choice.node]
@@ -1013,7 +1054,10 @@ class AsyncDriver(_Core):
         self._check_open(unit)
         rec = _Recorder(unit.context, unit.write, unit.workspace, keep=bool(self._captures))
         excluded: set[str] = set()
-        for attempt in range(1, RETRY_ATTEMPTS + 1):
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
             choice = await self._choose(_intent(unit, attempt, excluded))
             if choice.delay > 0:
                 await asyncio.sleep(min(choice.delay, MAX_ROUTER_DELAY))
@@ -1022,6 +1066,8 @@ class AsyncDriver(_Core):
                 value = await self._attempt(unit, choice, rec)
             except _Rejected:
                 excluded.add(choice.node)
+                if attempt >= RETRY_ATTEMPTS:
+                    raise StoreError(f"{unit.context}: no node accepted the work") from None
                 continue
             except PgSearchError as exc:
                 node_failed = _node_failure(exc, choice.node)
@@ -1030,18 +1076,18 @@ class AsyncDriver(_Core):
                     excluded.add(choice.node)
                     if isinstance(exc, StoreUnavailable) and not isinstance(exc, _Busy):
                         await self._pools[choice.node].check()
-                if attempt == RETRY_ATTEMPTS or not (retriable(exc) or node_failed):
+                delay = self._retry_after(exc, unit, attempt, started, node_failed)
+                if delay is None:
                     self._publish(rec.record(exc))
                     raise
-                log.info("retrying after %s (attempt %d of %d)", exc, attempt, RETRY_ATTEMPTS)
-                await asyncio.sleep(_backoff(attempt))
+                log.info("retrying after %s (attempt %d)", exc, attempt)
+                await asyncio.sleep(delay)
                 continue
             except BaseException as exc:
                 self._publish(rec.record(exc))
                 raise
             self._publish(rec.record())
             return value
-        raise StoreError(f"{unit.context}: no node accepted the work")
 
     async def _attempt(self, unit: Unit[T], choice: Choice, rec: _Recorder) -> T:
         pool = self._pools[choice.node]

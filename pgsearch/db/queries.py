@@ -97,25 +97,35 @@ RETURNING session_id, seq
 """
 
 # An append's rows, sent with the rest of its transaction in one round trip: their seqs
-# continue sessions locked by the same transaction, so a row that is already stored
-# can only be a fault, which aborts the append instead of being skipped. Citus copies
-# the rows of an INSERT ... SELECT straight into the shard unless the statement returns
-# rows, and COPY into a table under row level security is refused: with RETURNING,
-# the shard inserts them.
+# continue sessions locked by the same transaction and their keys were looked up
+# under that lock (`STORED_KEYS`), so a row or key that is already stored can only be
+# a fault, which aborts the append instead of being skipped. Citus copies the rows of
+# an INSERT ... SELECT straight into the shard unless the statement returns rows, and
+# COPY into a table under row level security is refused: with RETURNING, the shard
+# inserts them.
 APPEND_MESSAGES = """
 INSERT INTO messages (workspace_id, session_id, seq, entry_id, kind, role, turn, tool_name,
-                      created_at, content, arguments, extra, tsv, token_count)
+                      created_at, content, arguments, extra, tsv, token_count, append_key)
 SELECT %(ws)s, u.session_id, u.seq, u.entry_id, u.kind, u.role, u.turn, u.tool_name,
-       u.created_at, u.content, u.arguments, u.extra, u.tsv::tsvector, u.token_count
+       u.created_at, u.content, u.arguments, u.extra, u.tsv::tsvector, u.token_count,
+       u.append_key
 FROM json_to_record(%(rows)s::json)
      AS r(session_id text[], seq int[], entry_id text[], kind text[], role text[], turn int[],
           tool_name text[], created_at timestamptz[], content text[], arguments text[],
-          extra jsonb[], tsv text[], token_count int[]),
+          extra jsonb[], tsv text[], token_count int[], append_key text[]),
      unnest(r.session_id, r.seq, r.entry_id, r.kind, r.role, r.turn, r.tool_name, r.created_at,
-            r.content, r.arguments, r.extra, r.tsv, r.token_count)
+            r.content, r.arguments, r.extra, r.tsv, r.token_count, r.append_key)
      AS u(session_id, seq, entry_id, kind, role, turn, tool_name, created_at, content,
-          arguments, extra, tsv, token_count)
+          arguments, extra, tsv, token_count, append_key)
 RETURNING seq
+"""
+
+# Which keys of an append its session already holds (an earlier attempt of the same
+# append whose COMMIT outcome was unknown, or messages sent again with their ids).
+STORED_KEYS = """
+SELECT append_key, seq FROM messages
+WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+  AND append_key = ANY(%(keys)s::text[])
 """
 
 # A session-local staging table for COPY; emptied at every commit.

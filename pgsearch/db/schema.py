@@ -30,6 +30,10 @@ distributed by workspace later without a rewrite.
   bound to a workspace (optionally one session) and to read or read/write
   (migration 0006). It is not a tenant table: a token is found before its workspace
   is known.
+- ``messages.append_key`` is an appended message's key (its own id, else one the
+  library assigned to the append call), unique within its session
+  (``messages_append_key_idx``): an append run again after a lost ``COMMIT`` stores
+  nothing twice (migration 0008).
 
 Row Level Security on the tenant tables (migration 0002) is not part of this
 metadata: its policies show a role that does not own the tables only the rows of
@@ -120,6 +124,7 @@ messages = Table(
     Column("extra", JSONB),
     Column("tsv", TSVECTOR, nullable=False),
     Column("token_count", Integer, nullable=False),
+    Column("append_key", Text),
     PrimaryKeyConstraint("workspace_id", "session_id", "seq", name="messages_pkey"),
     ForeignKeyConstraint(
         ["workspace_id", "session_id"],
@@ -146,6 +151,14 @@ messages = Table(
         "workspace_id",
         "entry_id",
         postgresql_where=text("entry_id IS NOT NULL"),
+    ),
+    Index(
+        "messages_append_key_idx",
+        "workspace_id",
+        "session_id",
+        "append_key",
+        unique=True,
+        postgresql_where=text("append_key IS NOT NULL"),
     ),
 )
 

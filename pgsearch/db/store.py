@@ -106,6 +106,8 @@ class MessageRow:
     tsvector: str
     terms: tuple[str, ...]
     token_count: int
+    #: An appended message's key, unique in its session (None: from a file).
+    append_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +354,33 @@ def open_sessions(
     return {state.session_id: state for state in rows}
 
 
+def open_append(
+    ws: str, session_id: str, keys: Sequence[str]
+) -> Work[tuple[SessionState, dict[str, int]]]:
+    """Create the session of an append if missing and lock it; its state, and which
+    of `keys` its messages already carry (key -> seq), read once the lock is held so
+    that no other append can store one of them meanwhile. One round trip."""
+    statements: list[Statement[Any]] = [
+        Statement(
+            "ensure sessions",
+            q.ENSURE_SESSIONS,
+            {"ws": ws, "rows": _columns(session_id=[session_id], source=[None])},
+        ),
+        Statement(
+            "lock sessions", q.LOCK_SESSIONS, {"ws": ws, "ids": [session_id]}, _session_state
+        ),
+        Statement(
+            "stored keys",
+            q.STORED_KEYS,
+            {"ws": ws, "session_id": session_id, "keys": list(keys)},
+            lambda r: (str(r[0]), int(r[1])),
+        ),
+    ]
+    results = yield from fetch_all(statements)
+    _, (state,), stored = results
+    return state, dict(stored)
+
+
 def lock_sessions(ws: str, session_ids: Iterable[str]) -> Work[dict[str, SessionState]]:
     """Lock existing sessions (in id order); their states (a missing one is absent)."""
     rows = yield from fetch(
@@ -416,8 +445,12 @@ def insert_messages(
     return keys
 
 
-def _message_rows(rows: Sequence[MessageRow]) -> str:
+def _message_rows(rows: Sequence[MessageRow], *, keys: bool = False) -> str:
+    """`rows` as the JSON object of column arrays the insert statements read (with
+    `keys`, their append keys too)."""
+    extra = {"append_key": [r.append_key for r in rows]} if keys else {}
     return _columns(
+        **extra,
         session_id=[r.session_id for r in rows],
         seq=[r.seq for r in rows],
         entry_id=[r.entry_id for r in rows],
@@ -510,7 +543,9 @@ def finish(
     if appended:
         statements.append(
             Statement(
-                "append messages", q.APPEND_MESSAGES, {"ws": ws, "rows": _message_rows(appended)}
+                "append messages",
+                q.APPEND_MESSAGES,
+                {"ws": ws, "rows": _message_rows(appended, keys=True)},
             )
         )
         _count_rows(appended, deltas)

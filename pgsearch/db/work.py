@@ -225,6 +225,11 @@ class Unit(Generic[T]):
     #: A read that decides access (a token lookup): it runs on the primary, never
     #: on a standby that may not have replayed a revocation yet.
     primary: bool = False
+    #: Running it again after it committed changes nothing (an append, whose
+    #: messages carry keys the store keeps unique): the driver then runs it again
+    #: when the connection was lost after ``COMMIT`` was sent, instead of failing
+    #: with `OutcomeUnknown`.
+    idempotent: bool = False
     #: Planner settings for index reads (sequential scans off, see the driver).
     search: bool = False
     #: Prefix of error messages ("searching", "appending to s1").

@@ -16,6 +16,12 @@ belongs to, through the uuid of one of its messages. Those titles are stored and
 applied when that message is stored, in this file, another file of the run, or a
 later run.
 
+An append is one transaction too, and each of its messages carries a key the store
+keeps unique in its session: the message's own id, else one the append call assigns.
+The driver runs an append again when its ``COMMIT`` outcome is unknown; the new
+attempt finds by those keys what an earlier one stored and stores nothing twice, and
+a message sent again with its id is stored once.
+
 The wing, in the order a file goes through it:
 
 - `targets`: which files, where each goes (`FileJob`);
@@ -29,6 +35,7 @@ The wing, in the order a file goes through it:
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from functools import partial
@@ -241,23 +248,40 @@ class Ingestor:
         indexed = index_entries(entries, self.settings)
         now = datetime.now(UTC)
         settings = self.settings
+        # A key per message, the same on every attempt: its own id, else one this
+        # call assigns. The store keeps keys unique in a session, so an attempt run
+        # after one whose COMMIT outcome is unknown stores nothing twice.
+        call = uuid.uuid4().hex
+        keys = [e.entry_id or f"{call}.{i}" for i, e in enumerate(entries)]
+        #: Keys the session held when the first attempt locked it; any other key an
+        #: attempt finds was stored by an earlier attempt of this call.
+        before: list[set[str]] = []
 
         def work() -> Work[int]:
             tx = WriteState(workspace, settings)
             part = Part(
                 source=None,
                 where=f"session {session_id}",
-                entries=entries,
-                indexed=indexed,
+                entries=list(entries),
+                indexed=list(indexed),
                 fallback_time=now,
                 continuing=True,
                 assign_seq=True,
+                keys=list(keys),
             )
-            yield from write_append(tx, part)
-            return len(part.inserted)
+            try:
+                yield from write_append(tx, part)
+            finally:
+                if not before and part.found is not None:
+                    before.append(set(part.found))
+            return len(part.inserted) + len(set(part.found or ()) - before[0])
 
         return Unit(
-            work=work, workspace=workspace, write=True, context=f"appending to {session_id}"
+            work=work,
+            workspace=workspace,
+            write=True,
+            idempotent=True,
+            context=f"appending to {session_id}",
         )
 
 
@@ -273,6 +297,7 @@ def _append_entries(session_id: str, messages: Sequence[dict[str, Any]]) -> list
         )
     entries: list[Entry] = []
     calls: dict[str, str] = {}
+    ids: dict[str, int] = {}
     for i, obj in enumerate(messages):
         try:
             entry = entry_from_object(obj, seq=i, session_id=session_id, tool_names_by_call=calls)
@@ -280,6 +305,13 @@ def _append_entries(session_id: str, messages: Sequence[dict[str, Any]]) -> list
             raise IngestError(f"message {i}: {exc}") from None
         if entry.session_id != session_id:
             raise IngestError(f"message {i}: session_id differs from the append target")
+        if entry.entry_id is not None:
+            if entry.entry_id in ids:
+                raise IngestError(
+                    f"message {i}: id {entry.entry_id!r:.80} is also message "
+                    f"{ids[entry.entry_id]}'s; an id names one message of its session"
+                )
+            ids[entry.entry_id] = i
         for call_id, name in zip(entry.tool_call_ids, entry.tool_names(), strict=False):
             calls[call_id] = name
         entries.append(entry)

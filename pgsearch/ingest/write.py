@@ -117,6 +117,10 @@ class Part:
     assign_seq: bool
     titles: dict[str, SessionTitle] = field(default_factory=dict)
     parents: dict[str, str] = field(default_factory=dict)
+    #: An append's key per entry (its id, else one the append call assigned), and the
+    #: keys its session already held when it was locked (key -> seq).
+    keys: list[str] | None = None
+    found: dict[str, int] | None = None
     #: Set by the write: keys of the rows stored, entry ids among them, entries of
     #: forgotten sessions left out, the sessions written.
     inserted: set[tuple[str, int]] = field(default_factory=set)
@@ -156,11 +160,21 @@ def write_entries(tx: WriteState, parts: Sequence[Part]) -> Work[None]:
 
 
 def write_append(tx: WriteState, part: Part) -> Work[None]:
-    """An append (`Part.source` None, seqs assigned): its sessions opened and checked,
-    then its rows, the sessions and the statistics stored with ``COMMIT`` in one round
-    trip. Its seqs continue sessions this transaction locked, so every row is new."""
-    assert part.source is None and part.assign_seq
-    yield from _open_sessions(tx, [part])
+    """An append (`Part.source` None, seqs assigned, one key per entry): its session
+    opened and locked, the entries whose keys it already holds left out (recorded in
+    `Part.found`), then the rows, the session and the statistics stored with
+    ``COMMIT`` in one round trip. Its seqs continue the session this transaction
+    locked and its keys were looked up under that lock, so every row is new."""
+    assert part.source is None and part.assign_seq and part.keys is not None
+    (sid,) = part.session_ids()
+    state, found = yield from store.open_append(tx.ws, sid, part.keys)
+    tx.states[sid] = state
+    part.found = found
+    if found:
+        keep = [k not in found for k in part.keys]
+        part.entries = [e for e, k in zip(part.entries, keep, strict=True) if k]
+        part.indexed = [ix for ix, k in zip(part.indexed, keep, strict=True) if k]
+        part.keys = [key for key, k in zip(part.keys, keep, strict=True) if k]
     _check_source(tx, part)
     yield from _name_tool_results(tx, [part])
     rows = _rows(tx, part)
@@ -251,8 +265,9 @@ def _rows(tx: WriteState, part: Part) -> list[MessageRow]:
     turns = {sid: (s.last_turn if part.continuing else 0) for sid, s in states.items()}
     last_time = {sid: (s.updated_at if part.continuing else None) for sid, s in states.items()}
     next_seq = {sid: s.next_seq for sid, s in states.items()}
+    keys = part.keys if part.keys is not None else [None] * len(part.entries)
     rows: list[MessageRow] = []
-    for entry, ix in zip(part.entries, part.indexed, strict=True):
+    for entry, ix, key in zip(part.entries, part.indexed, keys, strict=True):
         sid = entry.session_id
         if entry.role == "user" and entry.kind == policy.USER_TEXT:
             turns[sid] += 1
@@ -276,6 +291,7 @@ def _rows(tx: WriteState, part: Part) -> list[MessageRow]:
                 tsvector=ix.tsvector,
                 terms=ix.terms,
                 token_count=ix.length,
+                append_key=key,
             )
         )
         _fields_from(tx, states[sid], entry)

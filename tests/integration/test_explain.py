@@ -383,6 +383,10 @@ def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
             q.TOOL_CALL_NAMES,
             {"ws": ws, "session_id": "ws-a-s3", "ids": ["c1", "c7"]},
         ),
+        "stored keys": (
+            q.STORED_KEYS,
+            {"ws": ws, "session_id": "ws-a-s3", "keys": ["k1", "k2"]},
+        ),
         "forget tombstone": (
             q.FORGET_TOMBSTONE,
             {"ws": ws, "session_id": "ws-a-s3", "source": "/logs/ws-a-s3.jsonl"},

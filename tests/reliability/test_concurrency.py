@@ -510,7 +510,7 @@ def test_retries_only_what_postgres_asks_for(dsn: str) -> None:
     from pgsearch.db.work import Statement, Unit, Work, execute, savepoint
     from pgsearch.errors import OutcomeUnknown, StoreUnavailable
 
-    driver = Driver.open(dsn, DriverConfig(pool_max=1))
+    driver = Driver.open(dsn, DriverConfig(pool_max=1, retry_seconds=0))
     calls: list[str] = []
 
     def failing(cause: Exception, kind: type[StoreError] = StoreError) -> Callable[[], Work[None]]:
@@ -521,8 +521,10 @@ def test_retries_only_what_postgres_asks_for(dsn: str) -> None:
 
         return work
 
-    def run(work: Callable[[], Work[None]]) -> None:
-        driver.run(Unit(work=work, workspace=WS_A, write=True, context="failing"))
+    def run(work: Callable[[], Work[None]], *, idempotent: bool = False) -> None:
+        driver.run(
+            Unit(work=work, workspace=WS_A, write=True, idempotent=idempotent, context="failing")
+        )
 
     try:
         for cause in (pg_errors.UniqueViolation(), RuntimeError()):
@@ -544,6 +546,40 @@ def test_retries_only_what_postgres_asks_for(dsn: str) -> None:
         with pytest.raises(OutcomeUnknown):
             run(failing(pg_errors.AdminShutdown(), OutcomeUnknown))
         assert len(calls) == 1
+        # ... unless the unit is idempotent (an append, whose messages carry keys).
+        calls.clear()
+        with pytest.raises(OutcomeUnknown):
+            run(failing(pg_errors.AdminShutdown(), OutcomeUnknown), idempotent=True)
+        assert len(calls) == RETRY_ATTEMPTS
+        # A store that stays unreachable is tried for the retry period, then reported.
+        patient = Driver.open(dsn, DriverConfig(pool_max=1, retry_seconds=2.0))
+        try:
+            calls.clear()
+            began = time.monotonic()
+            with pytest.raises(StoreUnavailable):
+                patient.run(
+                    Unit(
+                        work=failing(pg_errors.AdminShutdown(), StoreUnavailable),
+                        workspace=WS_A,
+                        write=True,
+                        context="failing",
+                    )
+                )
+            took = time.monotonic() - began
+            assert len(calls) > RETRY_ATTEMPTS and 2.0 <= took < 2.5, took
+            calls.clear()
+            with pytest.raises(StoreError):
+                patient.run(
+                    Unit(
+                        work=failing(pg_errors.DeadlockDetected()),
+                        workspace=WS_A,
+                        write=True,
+                        context="failing",
+                    )
+                )
+            assert len(calls) == RETRY_ATTEMPTS, "transient failures keep their attempts"
+        finally:
+            patient.close()
         # Inside a transaction nothing is retried on its own: a failure in a savepoint
         # reruns the whole unit from its start, and no attempt leaves anything behind.
         calls.clear()

@@ -1,11 +1,12 @@
 """Faults under load: the private primary restarted and its backends killed while 8
 threads on one `PgSearch` and 32 tasks on one `AsyncPgSearch` search and append.
 
-A fault costs at most the operations in flight: each fails with one clear
-`StoreError` (or is retried, when that is provably safe), the pools reconnect, and
-the same objects go on working without a restart of the process. Afterwards every
-acknowledged append is stored exactly once, nothing reported as not stored was
-stored, statistics equal a recount, and no call took longer than its bound.
+A fault costs the callers nothing but latency: every operation it cut is run again
+by the driver (an append too when its COMMIT was sent, its messages' keys making
+that safe), the pools reconnect, and the same objects go on working without a
+restart of the process. No call reports an error; afterwards every append is
+acknowledged and stored exactly once, statistics equal a recount, and no call took
+longer than its bound.
 
 ``PGSEARCH_FAULT_ROUNDS`` (default 2) is how many times each fault is applied.
 """
@@ -17,7 +18,6 @@ import time
 
 from pgsearch import PgSearch, SessionQueryRequest, Settings
 from pgsearch.aio import AsyncPgSearch
-from pgsearch.errors import StoreError
 from tests.serving.conftest import Nodes
 from tests.serving.workload import Ledger, Mix, Workload
 
@@ -28,7 +28,7 @@ BETWEEN = 2.0
 CALM = 3.0
 
 
-def test_restarts_and_killed_backends_cost_only_the_operations_in_flight(
+def test_restarts_and_killed_backends_cost_callers_only_latency(
     nodes: Nodes,
 ) -> None:
     settings = Settings.from_env({}, dsn=nodes.primary_dsn, pool_timeout=10.0)
@@ -69,11 +69,6 @@ def test_restarts_and_killed_backends_cost_only_the_operations_in_flight(
         stats = pg.stats(workspace=WS)
     assert calm_errors == [], [str(e) for _, _, e in calm_errors[:5]]
     assert calm_ops > 20, calm_ops
-    # Whatever a fault cut surfaced as one clear StoreError saying what happened.
-    for _actor, op, exc in ledger.errors:
-        assert isinstance(exc, StoreError), (op, exc)
-        text = str(exc)
-        assert "unavailable" in text or "unknown" in text or "no connection" in text, text
     figures = ledger.audit(nodes.primary_dsn)
     assert stats.messages == figures["messages"]  # "after" included in both
     ops = ledger.ops
@@ -85,3 +80,6 @@ def test_restarts_and_killed_backends_cost_only_the_operations_in_flight(
     )
     assert len(faults) == 2 * ROUNDS
     assert figures["acknowledged"] > 50
+    # No caller saw a fault: nothing failed, no append was left in doubt.
+    assert [f"{op}: {e}" for _, op, e in ledger.errors] == []
+    assert (figures["unknown"], figures["not_stored"]) == (0, 0), figures

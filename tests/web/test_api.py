@@ -201,6 +201,24 @@ def test_append_needs_a_write_token_and_is_searchable_at_once(
     assert page["messages"][0]["content"] == "zebra crossing"
 
 
+def test_an_append_sent_again_with_ids_is_stored_once(server: LiveServer, http_dsn: str) -> None:
+    with PgSearch.connect(http_dsn) as pg:  # a workspace of its own: scores elsewhere stay
+        c = client(server, pg.create_token(workspace="resending", write=True).secret)
+    messages = [
+        {"role": "user", "content": "resent question", "id": "q1"},
+        {"role": "assistant", "content": "resent answer", "id": "a1"},
+    ]
+    body = {"session_id": "resent", "messages": messages}
+    assert c.post("/v1/append", body).json() == {"session_id": "resent", "appended": 2}
+    again = c.post("/v1/append", {"session_id": "resent", "messages": messages[1:]})
+    assert again.json() == {"session_id": "resent", "appended": 0}
+    page = c.get("/v1/sessions/resent/messages").json()
+    assert [m["content"] for m in page["messages"]] == ["resent question", "resent answer"]
+    twice = {"session_id": "resent", "messages": [messages[0], {**messages[0], "content": "x"}]}
+    response = c.post("/v1/append", twice)
+    assert response.status_code == 400 and "also message 0's" in response.text
+
+
 def test_append_cannot_leave_the_tokens_scope(server: LiveServer, tokens: dict[str, str]) -> None:
     pinned = client(server, tokens["pinned_write"])
     other_session = {"session_id": "elsewhere", "messages": [{"role": "user", "content": "x"}]}
