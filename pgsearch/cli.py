@@ -339,7 +339,8 @@ def ingest(
     interval: float,
     relocate: tuple[str, str] | None,
 ) -> None:
-    """Ingest session files, or directories holding them.
+    """Ingest session files, or directories holding them; with none, every supported
+    agent's default log locations on this machine (what was found is said).
 
     Reads pgsearch's own JSON Lines format and, detected per file, Claude Code
     session logs (~/.claude/projects), Codex CLI rollouts (~/.codex/sessions),
@@ -366,7 +367,7 @@ def ingest(
         _echo(f"relocated {moved} files from {old} to {new}", err=True)
         paths = paths or (new,)
     if not paths:
-        _fail("give the session files or directories to ingest")
+        paths = _default_log_paths()
     if watch:
         _watch(
             ctx,
@@ -432,6 +433,32 @@ def ingest(
     _echo(report.summary())
     if report.errors:
         sys.exit(1)
+
+
+def _default_log_paths() -> tuple[str, ...]:
+    """Every supported agent's default log locations that exist on this machine, said
+    on stderr (found where, and which agents have none); fails when there are none."""
+    from pgsearch.locations import shown
+
+    found: dict[str, list[str]] = {}
+    missing: list[str] = []
+    for location in adapters.default_locations():
+        if location.paths:
+            found.setdefault(location.label, []).extend(str(p) for p in location.paths)
+        elif location.label not in missing:
+            missing.append(location.label)
+    missing = [label for label in missing if label not in found]
+    if not found:
+        _fail(
+            "no agent logs in their default locations (pgsearch ingest --help lists them); "
+            "give the session files or directories to ingest"
+        )
+    for label, where in found.items():
+        places = ", ".join(shown(p) for p in dict.fromkeys(where))
+        _echo(f"found {label} logs: {places}", err=True)
+    if missing:
+        _echo(f"none found for: {', '.join(missing)}", err=True)
+    return tuple(dict.fromkeys(p for where in found.values() for p in where))
 
 
 def _warnings(result: FileResult) -> list[str]:

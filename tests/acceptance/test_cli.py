@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -580,3 +581,41 @@ def test_the_workspace_comes_from_the_environment_or_the_config_file(
     default = pgsearch("search", "lock", dsn=shared)
     assert default.returncode == 1
     assert "no workspace 'default' (from the default); existing: demo" in default.stderr
+
+
+# -- logs found by themselves ---------------------------------------------------------------
+
+
+def test_ingest_with_no_path_reads_every_agents_default_locations(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    claude = home / ".claude" / "projects" / "-work-app"
+    claude.mkdir(parents=True)
+    shutil.copy(
+        AGENT_FIXTURES / "claude-code" / "3f7c1a52-8d4e-4b8a-9c1e-2a6d5f0b7e91.jsonl", claude
+    )
+    codex = home / ".codex" / "sessions" / "2025" / "07" / "14"
+    codex.mkdir(parents=True)
+    rollout = (
+        AGENT_FIXTURES
+        / "codex"
+        / "rollout-2025-09-14T10-21-07-0199a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl"
+    )
+    shutil.copy(rollout, codex)
+    env = {"HOME": str(home)}
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "XDG_DATA_HOME"):
+        env[name] = ""
+    ok(pgsearch("migrate", dsn=empty_dsn))
+    done = pgsearch("ingest", "-w", "mine", dsn=empty_dsn, env=env)
+    out = ok(done)
+    assert "found Claude Code logs: ~/.claude/projects" in done.stderr
+    assert "found Codex CLI logs: ~/.codex/sessions" in done.stderr
+    assert "none found for: " in done.stderr and "Gemini CLI" in done.stderr
+    assert "2 files (0 unchanged), 2 sessions" in out
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    nothing = pgsearch("ingest", "-w", "mine", dsn=empty_dsn, env={**env, "HOME": str(bare)})
+    assert nothing.returncode == 1
+    assert "no agent logs in their default locations" in nothing.stderr
