@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pgsearch.aio import AsyncPgSearch
     from pgsearch.api import PgSearch, Provider
     from pgsearch.errors import (
         ConfigError,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 #: Where each public name lives.
 _HOMES = {
+    "AsyncPgSearch": "pgsearch.aio",
     "PgSearch": "pgsearch.api",
     "Provider": "pgsearch.api",
     "ConfigError": "pgsearch.errors",
@@ -56,6 +58,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "AsyncPgSearch",
     "ConfigError",
     "IngestError",
     "InvalidQuery",

@@ -18,11 +18,12 @@ import os
 from collections.abc import Sequence
 from functools import partial
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgsearch import tokens, windows
 from pgsearch.api import (
     _roots,
+    embedded_settings,
     forget_unit,
     pooled_settings,
     session_info_unit,
@@ -49,6 +50,9 @@ from pgsearch.types import (
 )
 from pgsearch.validate import check_workspace
 
+if TYPE_CHECKING:
+    from pgsearch.embedded import Lease
+
 __all__ = ["AsyncPgSearch", "AsyncProvider"]
 
 
@@ -60,6 +64,7 @@ class AsyncPgSearch:
         self._driver = driver
         self._ingestor = Ingestor(None, settings)
         self._engine = SearchEngine(settings)
+        self._lease: Lease | None = None
 
     @classmethod
     async def connect(
@@ -69,13 +74,29 @@ class AsyncPgSearch:
         settings: Settings | None = None,
         pool_size: int | None = None,
     ) -> AsyncPgSearch:
-        """As `PgSearch.connect`, inside the running event loop."""
+        """As `PgSearch.connect`, inside the running event loop (with no DSN and no
+        server configured, on the private embedded server, as the CLI)."""
+        lease = None
+        if dsn is None and settings is None:
+            lease, settings = await asyncio.to_thread(embedded_settings)
         settings = pooled_settings(dsn, settings, pool_size)
-        driver = await AsyncDriver.open(router_for(settings), DriverConfig.from_settings(settings))
-        return cls(driver, settings)
+        try:
+            driver = await AsyncDriver.open(
+                router_for(settings), DriverConfig.from_settings(settings)
+            )
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            raise
+        pg = cls(driver, settings)
+        pg._lease = lease
+        return pg
 
     async def close(self) -> None:
         await self._driver.close()
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            await asyncio.to_thread(lease.release)
 
     async def __aenter__(self) -> AsyncPgSearch:
         return self

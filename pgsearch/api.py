@@ -36,9 +36,21 @@ from pgsearch.validate import check_key, check_workspace
 __all__ = ["PgSearch", "Provider", "SessionInfo", "WorkspaceStats"]
 
 if TYPE_CHECKING:
+    from pgsearch.embedded import Lease
     from pgsearch.ingest import FileResult, Ingestor, IngestReport
     from pgsearch.rows import ApiToken
     from pgsearch.tokens import NewToken
+
+
+def embedded_settings() -> tuple[Lease | None, Settings | None]:
+    """The private embedded server's lease and settings when no server is configured
+    (no ``PGSEARCH_DSN``, no libpq variable), as the CLI resolves it; else nothing."""
+    from pgsearch import embedded
+
+    if embedded.connection_configured(None):
+        return None, None
+    lease = embedded.EmbeddedServer().lease()
+    return lease, Settings.from_env(dsn=lease.dsn)
 
 
 def pooled_settings(dsn: str | None, settings: Settings | None, pool_size: int | None) -> Settings:
@@ -127,6 +139,8 @@ class PgSearch:
         self._store = Store(driver)
         self._ingestor_: Ingestor | None = None
         self._engine = SearchEngine(settings)
+        #: The private embedded server this object uses, given back on `close`.
+        self._lease: Lease | None = None
 
     @property
     def _ingestor(self) -> Ingestor:
@@ -149,12 +163,25 @@ class PgSearch:
     ) -> PgSearch:
         """Open a database already migrated to this version (else `SchemaOutOfDate`).
 
+        With no `dsn`, no `settings` and no server configured (``PGSEARCH_DSN`` or a
+        libpq variable), the server is the private embedded one the CLI uses, started
+        if needed and given back on `close` (`embedded_settings`).
         `pool_size` is the most connections this object keeps (``PGSEARCH_POOL_MAX``).
         """
+        lease = None
+        if dsn is None and settings is None:
+            lease, settings = embedded_settings()
         settings = pooled_settings(dsn, settings, pool_size)
-        return cls(
-            Driver.open(router_for(settings), DriverConfig.from_settings(settings)), settings
-        )
+        try:
+            pg = cls(
+                Driver.open(router_for(settings), DriverConfig.from_settings(settings)), settings
+            )
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            raise
+        pg._lease = lease
+        return pg
 
     @staticmethod
     def migrate(
@@ -184,6 +211,9 @@ class PgSearch:
     def close(self) -> None:
         """Close the pool (waits for calls in flight to return their connections)."""
         self._driver.close()
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.release()
 
     def __enter__(self) -> PgSearch:
         return self

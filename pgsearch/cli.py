@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from pgsearch import adapters, embedded, policy
-from pgsearch.errors import ConfigError, IngestError, PgSearchError
+from pgsearch.errors import ConfigError, IngestError, NotFound, PgSearchError
 from pgsearch.settings import DEFAULT_WATCH_INTERVAL, Settings
 from pgsearch.terminal import inline, json_safe, quoted, terminal_safe
 from pgsearch.types import (
@@ -163,9 +163,61 @@ dsn_option = click.option(
     help="PostgreSQL connection string (else PGSEARCH_DSN, else libpq PG* variables, "
     "else the private embedded server).",
 )
+
+
+def _workspace_chosen(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    """The workspace a command uses (`pgsearch.userconfig`): -w, else PGSEARCH_WORKSPACE,
+    else the config file, else ``default``; what chose it is kept for messages."""
+    from pgsearch import userconfig
+
+    try:
+        chosen = userconfig.choose_workspace(value)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    ctx.meta["pgsearch.workspace"] = chosen
+    return chosen.workspace
+
+
 workspace_option = click.option(
-    "--workspace", "-w", required=True, help="Workspace (tenant) id to work in."
+    "--workspace",
+    "-w",
+    default=None,
+    callback=_workspace_chosen,
+    help="Workspace (tenant) id to work in (else PGSEARCH_WORKSPACE, else `workspace` in "
+    "~/.config/pgsearch/config.toml, else 'default').",
 )
+
+
+def _known_workspace(pg: PgSearch, workspace: str) -> str:
+    """`workspace` when it holds data; the one workspace it is the short name of (the
+    last component of a workspace named by a path); else `ConfigError` naming what
+    chose it and the closest existing workspaces."""
+    import difflib
+
+    from pgsearch import userconfig
+
+    try:
+        names = pg.workspaces()
+    except ConfigError:  # row level security: workspaces cannot be listed
+        return workspace
+    if workspace in names:
+        return workspace
+    by_short = [n for n in names if userconfig.short_name(n) == workspace]
+    if len(by_short) == 1:
+        return by_short[0]
+    if not names:  # nothing ingested anywhere yet: an empty answer says enough
+        return workspace
+    chosen = click.get_current_context().meta.get("pgsearch.workspace")
+    source = f" (from {chosen.source})" if chosen is not None else ""
+    shown = {userconfig.short_name(n): n for n in names}
+    close = difflib.get_close_matches(workspace, [*names, *shown], n=3, cutoff=0.5)
+    picks = list(dict.fromkeys(shown.get(c, c) for c in close))
+    if picks:
+        hint = "closest: " + ", ".join(inline(n) for n in picks)
+    else:
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        hint = "existing: " + ", ".join(inline(n) for n in names[:5]) + more
+    raise ConfigError(f"no workspace {workspace!r}{source}; {hint}")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -287,7 +339,8 @@ def ingest(
     interval: float,
     relocate: tuple[str, str] | None,
 ) -> None:
-    """Ingest session files, or directories holding them.
+    """Ingest session files, or directories holding them; with none, every supported
+    agent's default log locations on this machine (what was found is said).
 
     Reads pgsearch's own JSON Lines format and, detected per file, Claude Code
     session logs (~/.claude/projects), Codex CLI rollouts (~/.codex/sessions),
@@ -314,7 +367,7 @@ def ingest(
         _echo(f"relocated {moved} files from {old} to {new}", err=True)
         paths = paths or (new,)
     if not paths:
-        _fail("give the session files or directories to ingest")
+        paths = _default_log_paths()
     if watch:
         _watch(
             ctx,
@@ -380,6 +433,32 @@ def ingest(
     _echo(report.summary())
     if report.errors:
         sys.exit(1)
+
+
+def _default_log_paths() -> tuple[str, ...]:
+    """Every supported agent's default log locations that exist on this machine, said
+    on stderr (found where, and which agents have none); fails when there are none."""
+    from pgsearch.locations import shown
+
+    found: dict[str, list[str]] = {}
+    missing: list[str] = []
+    for location in adapters.default_locations():
+        if location.paths:
+            found.setdefault(location.label, []).extend(str(p) for p in location.paths)
+        elif location.label not in missing:
+            missing.append(location.label)
+    missing = [label for label in missing if label not in found]
+    if not found:
+        _fail(
+            "no agent logs in their default locations (pgsearch ingest --help lists them); "
+            "give the session files or directories to ingest"
+        )
+    for label, where in found.items():
+        places = ", ".join(shown(p) for p in dict.fromkeys(where))
+        _echo(f"found {label} logs: {places}", err=True)
+    if missing:
+        _echo(f"none found for: {', '.join(missing)}", err=True)
+    return tuple(dict.fromkeys(p for where in found.values() for p in where))
 
 
 def _warnings(result: FileResult) -> list[str]:
@@ -536,6 +615,12 @@ def search(
     with ctx.open() as pg:
         provider = pg.provider(workspace=workspace)
         result = provider.explain(request) if explain else provider.search(request)
+        if result.searched == 0 and not result.matches:
+            known = _known_workspace(pg, workspace)
+            if known != workspace:
+                workspace = known
+                provider = pg.provider(workspace=workspace)
+                result = provider.explain(request) if explain else provider.search(request)
     if as_json:
         data = result.to_json()
         if explain:
@@ -604,9 +689,17 @@ def around(
 ) -> None:
     """Show the messages around one message (at most 16, anchor always shown)."""
     with ctx.open() as pg:
-        window = pg.around(
-            workspace=workspace, session_id=session_id, seq=seq, before=before, after=after
-        )
+        try:
+            window = pg.around(
+                workspace=workspace, session_id=session_id, seq=seq, before=before, after=after
+            )
+        except NotFound:
+            known = _known_workspace(pg, workspace)
+            if known == workspace:
+                raise
+            window = pg.around(
+                workspace=known, session_id=session_id, seq=seq, before=before, after=after
+            )
     if as_json:
         _echo_json(window.to_json())
     else:
@@ -640,9 +733,17 @@ def messages(
 ) -> None:
     """List one session's messages, a page at a time."""
     with ctx.open() as pg:
-        window = pg.session_messages(
-            workspace=workspace, session_id=session_id, start_seq=start_seq, limit=limit
-        )
+        try:
+            window = pg.session_messages(
+                workspace=workspace, session_id=session_id, start_seq=start_seq, limit=limit
+            )
+        except NotFound:
+            known = _known_workspace(pg, workspace)
+            if known == workspace:
+                raise
+            window = pg.session_messages(
+                workspace=known, session_id=session_id, start_seq=start_seq, limit=limit
+            )
     if as_json:
         _echo_json(window.to_json())
     else:
@@ -667,6 +768,11 @@ def sessions(ctx: Context, workspace: str, limit: int, offset: int, as_json: boo
     """List a workspace's sessions, most recently active first."""
     with ctx.open() as pg:
         rows = pg.sessions(workspace=workspace, limit=limit, offset=offset)
+        if not rows and offset == 0:
+            known = _known_workspace(pg, workspace)
+            if known != workspace:
+                workspace = known
+                rows = pg.sessions(workspace=workspace, limit=limit, offset=offset)
     if as_json:
         _echo_json([s.to_json() for s in rows])
         return
@@ -700,6 +806,8 @@ def forget(ctx: Context, workspace: str, session_id: str | None, yes: bool) -> N
     ):
         _fail("nothing deleted")
     with ctx.open() as pg:
+        if session_id is None:
+            workspace = _known_workspace(pg, workspace)
         count = pg.forget(workspace=workspace, session_id=session_id)
     what = f"session {session_id!r}" if session_id else f"workspace {workspace!r}"
     _echo(f"forgot {what}: {count} messages deleted")
@@ -722,7 +830,7 @@ def _size(num: int) -> str:
 def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
     """Per-workspace counts (sessions, messages, indexed, vocabulary) and table sizes."""
     with ctx.open() as pg:
-        names = list(workspaces) or pg.workspaces()
+        names = [_known_workspace(pg, w) for w in workspaces] or pg.workspaces()
         per = [pg.stats(workspace=w) for w in names]
         sizes = pg.table_sizes()
     if as_json:
@@ -895,7 +1003,12 @@ def server_start(ctx: Context) -> None:
 @handle_errors
 def server_stop() -> None:
     """Stop the embedded server now, or when the commands still using it finish."""
-    users = _embedded_server().stop()
+    server = _embedded_server()
+    if not server.status().running:
+        server.stop()  # unpins it all the same
+        _echo("embedded server is not running: nothing to stop")
+        return
+    users = server.stop()
     if users:
         pids = ", ".join(str(u.pid) for u in users)
         _echo(

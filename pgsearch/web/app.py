@@ -59,7 +59,7 @@ from pgsearch.errors import (
 from pgsearch.rows import ApiToken
 from pgsearch.settings import Settings
 from pgsearch.tokens import hash_token
-from pgsearch.types import Scope
+from pgsearch.types import Scope, SessionInfo
 from pgsearch.web import inputs
 from pgsearch.web.errors import ApiError, error_response
 from pgsearch.web.guard import Guard, RequestPolicy, json_media_type
@@ -146,6 +146,14 @@ class Caller:
     key: str
     rate: float
     token_id: str | None = None
+    #: The local user of open mode, who may see where log files lie on this machine.
+    local: bool = False
+
+    @property
+    def sees_paths(self) -> bool:
+        """Whether answers may name log files' paths on the server: for the local user
+        and write tokens (which ingest files) only; a read token never learns them."""
+        return self.local or self.can_write
 
 
 @dataclass(slots=True)
@@ -222,6 +230,7 @@ class Api:
                 can_write=config.open_write,
                 key="local",
                 rate=config.default_rate,
+                local=True,
             )
         header = request.headers.get("authorization")
         challenge = {"WWW-Authenticate": 'Bearer realm="pgsearch"'}
@@ -323,7 +332,7 @@ class Api:
             raise ApiError(
                 "not_found", f"no session {session!r} in workspace {caller.scope.workspace!r}"
             )
-        return JSONResponse(info.to_json())
+        return JSONResponse(_session_json(info, caller))
 
     async def sessions(self, request: Request) -> Response:
         caller = await self.caller(request, params=("limit", "offset"))
@@ -340,7 +349,7 @@ class Api:
         return JSONResponse(
             {
                 "workspace_id": scope.workspace,
-                "sessions": [s.to_json() for s in rows],
+                "sessions": [_session_json(s, caller) for s in rows],
                 "next_offset": offset + len(rows) if len(rows) == limit else None,
             }
         )
@@ -461,6 +470,9 @@ class Api:
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document())
 
+    async def favicon(self, request: Request) -> Response:
+        return Response(FAVICON, media_type="image/svg+xml")
+
     async def page(self, request: Request) -> Response:
         html = (STATIC / "index.html").read_bytes()
         return Response(html, media_type="text/html; charset=utf-8")
@@ -539,6 +551,23 @@ def _guarded(handler: Handler) -> Handler:
     return run
 
 
+def _session_json(info: SessionInfo, caller: Caller) -> dict[str, Any]:
+    """A session as JSON; its log file's path only for a caller that may see paths."""
+    data = info.to_json()
+    if not caller.sees_paths:
+        data["source"] = None
+    return data
+
+
+#: The page's icon (a magnifying glass), so a browser's ``/favicon.ico`` finds one.
+FAVICON = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+    b'<circle cx="6.5" cy="6.5" r="4.5" fill="none" stroke="#2a5db0" stroke-width="2"/>'
+    b'<path d="M10 10l4.5 4.5" stroke="#2a5db0" stroke-width="2.5" stroke-linecap="round"/>'
+    b"</svg>"
+)
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
@@ -596,6 +625,7 @@ def create_app(
 
     routes = [
         route("/", api.page, "GET"),
+        route("/favicon.ico", api.favicon, "GET"),
         route("/healthz", api.healthz, "GET"),
         route("/openapi.json", api.openapi, "GET"),
         route("/v1/whoami", api.whoami, "GET"),

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,11 +29,19 @@ MATCH_FIELDS = {f.name for f in dataclasses.fields(SessionMatch)}
 
 
 def pgsearch(
-    *args: str, dsn: str | None = None, cwd: Path | None = None, stdin: str | None = None
+    *args: str,
+    dsn: str | None = None,
+    cwd: Path | None = None,
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m pgsearch [--dsn DSN] ARGS`` with no PGSEARCH_* from the caller."""
+    """Run ``python -m pgsearch [--dsn DSN] ARGS`` with no PGSEARCH_* from the caller
+    (and `env` added), reading no config file of the caller's."""
+    given = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("PGSEARCH_")}
     env["PYTHONIOENCODING"] = "utf-8"
+    env.setdefault("PGSEARCH_CONFIG", os.devnull)
+    env.update(given)
     command = [sys.executable, "-m", "pgsearch"]
     if dsn is not None:
         command += ["--dsn", dsn]
@@ -291,10 +300,11 @@ def test_reingest_changes_nothing(demo: str) -> None:
 # -- scope and schema ----------------------------------------------------------------------
 
 
-def test_unknown_workspace_has_no_matches(shared: str) -> None:
-    out = ok(pgsearch("search", "cron", "-w", "nobody", dsn=shared))
-    assert out.startswith("no matches")
-    assert search_json(shared, "cron", "-w", "nobody")["matches"] == []
+def test_unknown_workspace_is_an_error_listing_the_existing_ones(shared: str) -> None:
+    done = pgsearch("search", "cron", "-w", "nobody", dsn=shared)
+    assert done.returncode == 1 and done.stdout == ""
+    assert "no workspace 'nobody' (from --workspace); existing: demo" in done.stderr
+    assert pgsearch("search", "cron", "-w", "nobody", "--json", dsn=shared).returncode == 1
 
 
 @pytest.mark.parametrize(
@@ -536,3 +546,76 @@ def test_browsing_says_newest_entries_and_shows_no_scores(shared: str) -> None:
 def test_one_match_is_one_match(shared: str) -> None:
     out = ok(pgsearch("search", "kubectl", "-w", "demo", dsn=shared))
     assert "\n1 match, " in out
+
+
+# -- which workspace ------------------------------------------------------------------------
+
+
+def test_an_unknown_workspace_is_an_error_naming_the_closest(shared: str) -> None:
+    done = pgsearch("search", "advisory lock", "-w", "dmeo", dsn=shared)
+    assert done.returncode == 1, done.stdout
+    assert "no workspace 'dmeo' (from --workspace); closest: demo" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    for argv in (
+        ("sessions", "-w", "dmeo"),
+        ("around", "-w", "dmeo", "--session", "cron-refactor", "--seq", "6"),
+        ("messages", "-w", "dmeo", "--session", "cron-refactor"),
+        ("stats", "-w", "dmeo"),
+    ):
+        done = pgsearch(*argv, dsn=shared)
+        assert done.returncode == 1 and "closest: demo" in done.stderr, argv
+
+
+def test_the_workspace_comes_from_the_environment_or_the_config_file(
+    shared: str, tmp_path: Path
+) -> None:
+    out = ok(pgsearch("search", "advisory lock", dsn=shared, env={"PGSEARCH_WORKSPACE": "demo"}))
+    assert out.startswith("1. session=cron-refactor")
+    config = tmp_path / "config.toml"
+    config.write_text('workspace = "demo"\n')
+    out = ok(pgsearch("sessions", dsn=shared, env={"PGSEARCH_CONFIG": str(config)}))
+    assert "cron-refactor" in out
+    wrong = pgsearch("search", "lock", dsn=shared, env={"PGSEARCH_WORKSPACE": "demp"})
+    assert wrong.returncode == 1
+    assert "no workspace 'demp' (from PGSEARCH_WORKSPACE); closest: demo" in wrong.stderr
+    default = pgsearch("search", "lock", dsn=shared)
+    assert default.returncode == 1
+    assert "no workspace 'default' (from the default); existing: demo" in default.stderr
+
+
+# -- logs found by themselves ---------------------------------------------------------------
+
+
+def test_ingest_with_no_path_reads_every_agents_default_locations(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    claude = home / ".claude" / "projects" / "-work-app"
+    claude.mkdir(parents=True)
+    shutil.copy(
+        AGENT_FIXTURES / "claude-code" / "3f7c1a52-8d4e-4b8a-9c1e-2a6d5f0b7e91.jsonl", claude
+    )
+    codex = home / ".codex" / "sessions" / "2025" / "07" / "14"
+    codex.mkdir(parents=True)
+    rollout = (
+        AGENT_FIXTURES
+        / "codex"
+        / "rollout-2025-09-14T10-21-07-0199a1b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b.jsonl"
+    )
+    shutil.copy(rollout, codex)
+    env = {"HOME": str(home)}
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "XDG_DATA_HOME"):
+        env[name] = ""
+    ok(pgsearch("migrate", dsn=empty_dsn))
+    done = pgsearch("ingest", "-w", "mine", dsn=empty_dsn, env=env)
+    out = ok(done)
+    assert "found Claude Code logs: ~/.claude/projects" in done.stderr
+    assert "found Codex CLI logs: ~/.codex/sessions" in done.stderr
+    assert "none found for: " in done.stderr and "Gemini CLI" in done.stderr
+    assert "2 files (0 unchanged), 2 sessions" in out
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    nothing = pgsearch("ingest", "-w", "mine", dsn=empty_dsn, env={**env, "HOME": str(bare)})
+    assert nothing.returncode == 1
+    assert "no agent logs in their default locations" in nothing.stderr

@@ -475,3 +475,48 @@ def test_a_search_loads_neither_sqlalchemy_nor_alembic_nor_the_ingest_path(dsn: 
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("no matches")
+
+
+def test_server_stop_when_nothing_runs_says_so(home: Path) -> None:
+    out = ok(run(home, "server", "stop"))
+    assert out.strip() == "embedded server is not running: nothing to stop"
+    assert "stopped" not in out
+
+
+LIBRARY_AFTER_QUICK_START = """
+import asyncio
+from pgsearch import AsyncPgSearch, PgSearch, SessionQueryRequest
+
+with PgSearch.connect() as pg:
+    hits = pg.provider(workspace="demo").search(SessionQueryRequest(query="databse"))
+    print("sync", hits.matches[0].session_id)
+
+
+async def main() -> None:
+    pg = await AsyncPgSearch.connect()
+    try:
+        hits = await pg.provider(workspace="demo").search(SessionQueryRequest(query="advisory"))
+        print("async", hits.matches[0].session_id)
+    finally:
+        await pg.close()
+
+
+asyncio.run(main())
+"""
+
+
+def test_the_library_finds_the_clis_private_server(home: Path) -> None:
+    """After the quick start, ``PgSearch.connect()`` with no DSN reaches the same
+    private server as the CLI (not libpq's default socket), and gives it back."""
+    ok(run(home, "ingest", str(EXAMPLES), "-w", "demo", "--quiet"))
+    done = subprocess.run(
+        [sys.executable, "-c", LIBRARY_AFTER_QUICK_START],
+        capture_output=True,
+        text=True,
+        env=env_for(home),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["sync pokemon-i18n", "async cron-refactor"]
+    state = status(home)
+    assert not state["running"] and state["users"] == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -72,3 +73,38 @@ def test_watch_follows_growing_logs_and_stops_cleanly(
     assert summary.startswith("stopped: ")
     assert "2 files," in summary and "22 messages added, 0 rewritten, 0 errors" in summary
     assert [s.message_count for s in pg.sessions(workspace="w")] == [14, 8]
+
+
+def test_watch_with_no_path_watches_every_default_location(
+    pg: PgSearch, dsn: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    projects = home / ".claude" / "projects" / "-work-app"
+    projects.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PGSEARCH_")}
+    env.update(HOME=str(home), CLAUDE_CONFIG_DIR="", CODEX_HOME="", XDG_DATA_HOME="")
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "pgsearch", "--dsn", dsn),
+            *("ingest", "-w", "w", "--watch", "--interval", "0.1"),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        (projects / CLAUDE.name).write_bytes(CLAUDE.read_bytes())  # a session begins
+        provider = pg.provider(workspace="w")
+        eventually(
+            lambda: bool(provider.search(SessionQueryRequest(query="rounding difference")).matches)
+        )
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "found Claude Code logs: ~/.claude/projects" in err

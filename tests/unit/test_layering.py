@@ -144,12 +144,13 @@ def test_pure_core_imports_only_stdlib_and_pure_modules(module: str) -> None:
 
 def test_public_api_is_small_and_importable() -> None:
     names = pgsearch.__all__
-    assert 8 <= len(names) <= 18, "about ten names"
+    assert 8 <= len(names) <= 19, "about ten names"
     assert len(set(names)) == len(names)
     for name in names:
         assert getattr(pgsearch, name) is not None
     for needed in (
         "PgSearch",
+        "AsyncPgSearch",
         "SessionQuery",
         "SessionQueryRequest",
         "SessionMatch",

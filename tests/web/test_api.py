@@ -564,3 +564,22 @@ def test_the_http_docs_json_examples_are_a_real_runs_output(
         answer = client(server, tokens["read"]).post(path, json.loads(body))
         assert answer.status_code == 200, answer.text
         check_example(doc, command, answer.json(), volatile=("next_cursor", "searched", "score"))
+
+
+def test_the_page_has_an_icon_without_a_token(server: LiveServer) -> None:
+    answer = client(server).get("/favicon.ico")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("image/svg+xml")
+    assert answer.content.startswith(b"<svg")
+
+
+def test_log_file_paths_are_shown_only_to_tokens_that_may_see_them(
+    server: LiveServer, tokens: dict[str, str]
+) -> None:
+    read = client(server, tokens["read"]).get("/v1/sessions").json()["sessions"]
+    assert read and all(s["source"] is None for s in read)
+    one = client(server, tokens["read"]).get("/v1/sessions/cron-refactor").json()
+    assert one["source"] is None
+    write = client(server, tokens["write"]).get("/v1/sessions").json()["sessions"]
+    shown = [s["source"] for s in write if s["session_id"] == "cron-refactor"]
+    assert shown == [str(EXAMPLES / "cron-refactor.jsonl")]
