@@ -56,7 +56,13 @@ COVERAGE_EXPONENT = 1.0
 
 
 def idf(n: int, df: int) -> float:
-    """Lucene's BM25 IDF; never negative, even for a term in every document."""
+    """Lucene's BM25 IDF; never negative, even for a term in every document.
+
+    A search reads N (the statistics) and df (the vocabulary) in statements of their
+    own, so a write committed between them can show a df above N: it counts as N (a
+    term in every document), never as a negative weight that would score every match
+    below zero."""
+    df = min(df, n)
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
