@@ -20,6 +20,7 @@ PURE_CORE = (
     "errors",
     "excerpt",
     "highlight",
+    "titles",
     "indexing",
     "messages",
     "normalize",
