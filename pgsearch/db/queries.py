@@ -385,7 +385,7 @@ ORDER BY seq DESC
 # messages' primary key from the session's first entry on.
 _FIRST_PROMPTS = """CASE WHEN s.title IS NULL THEN ARRAY(
          SELECT substr(f.content, 1, 400) FROM messages f
-         WHERE f.workspace_id = s.workspace_id AND f.session_id = s.session_id
+         WHERE f.workspace_id = %(ws)s AND f.session_id = s.session_id
            AND f.kind = 'user_text'
          ORDER BY f.seq LIMIT 3) END"""
 
