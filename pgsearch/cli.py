@@ -124,7 +124,18 @@ class Context:
     def lease(self) -> embedded.Lease:
         if self._lease is None:
             _exit_cleanly_on_signals()
-            self._lease = embedded.EmbeddedServer().lease()
+            server = embedded.EmbeddedServer()
+            # Read only (no lock taken, nothing written): the home is checked by `lease`.
+            first = not (server.home / "initialised").is_file()
+            if first:
+                _echo(
+                    "pgsearch: first run: creating a private PostgreSQL server in "
+                    f"{server.home} (a few seconds)...",
+                    err=True,
+                )
+            self._lease = server.lease()
+            if first:
+                _echo("pgsearch: private server ready", err=True)
         return self._lease
 
     def open(self) -> PgSearch:
