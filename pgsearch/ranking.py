@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Literal
@@ -56,7 +56,13 @@ COVERAGE_EXPONENT = 1.0
 
 
 def idf(n: int, df: int) -> float:
-    """Lucene's BM25 IDF; never negative, even for a term in every document."""
+    """Lucene's BM25 IDF; never negative, even for a term in every document.
+
+    A search reads N (the statistics) and df (the vocabulary) in statements of their
+    own, so a write committed between them can show a df above N: it counts as N (a
+    term in every document), never as a negative weight that would score every match
+    below zero."""
+    df = min(df, n)
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
@@ -202,7 +208,7 @@ def add_context(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
         near = max(
             by_key.get((h.session_id, h.seq - 1), 0.0), by_key.get((h.session_id, h.seq + 1), 0.0)
         )
-        out.append(replace(h, score=h.score + weight * near) if near else h)
+        out.append(h.with_score(h.score + weight * near) if near else h)
     return out
 
 
@@ -221,14 +227,14 @@ def add_session(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
         sid: sum(sorted(scores, reverse=True)[:SESSION_EVIDENCE_HITS])
         for sid, scores in by_session.items()
     }
-    return [replace(h, score=h.score + weight * evidence[h.session_id]) for h in hits]
+    return [h.with_score(h.score + weight * evidence[h.session_id]) for h in hits]
 
 
 def sessions_first(hits: Sequence[Ranked], sessions: set[str]) -> list[Ranked]:
     """The hits of `sessions` (those whose title the query names in full) moved above
     every other hit, keeping their own order: the top score is added to theirs."""
     top = max((h.score for h in hits), default=0.0)
-    return [replace(h, score=h.score + top) if h.session_id in sessions else h for h in hits]
+    return [h.with_score(h.score + top) if h.session_id in sessions else h for h in hits]
 
 
 def role_weight(kind: str, role: str) -> float:
@@ -284,6 +290,19 @@ class Ranked:
     #: Set when the session's title or summary, not the entry itself, matched: the
     #: entry is where the hit points, the excerpt comes from that field.
     matched_in: Literal["title", "summary"] | None = None
+
+    def with_score(self, score: float) -> Ranked:
+        """This hit with another score (`dataclasses.replace`, without its cost: a
+        search rescores every candidate)."""
+        return Ranked(
+            self.session_id,
+            self.seq,
+            self.kind,
+            score,
+            self.created_at,
+            self.matched,
+            self.matched_in,
+        )
 
     @property
     def order_key(self) -> tuple[float, float, str, int]:

@@ -97,17 +97,6 @@ class FieldRow:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class BrowseRow:
-    """An entry of a browse page (newest first)."""
-
-    session_id: str
-    seq: int
-    kind: str
-    role: str
-    created_at: datetime
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
 class TableSize:
     """Bytes one pgsearch table and its indexes take on disk."""
 

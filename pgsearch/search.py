@@ -319,14 +319,17 @@ class SearchEngine:
     def _browse(
         self, filters: Filters, per_session: bool, paging: Paging
     ) -> Work[tuple[SessionQueryResult, SearchTrace]]:
+        # One round trip: the count in scope, and the page's entries with their text.
         searched_rows, rows = yield from fetch2(
             _searched(filters),
-            reads.browse(
+            reads.browse_page(
                 filters,
                 per_session=per_session,
                 after=browse_position(paging.after),
                 limit=paging.limit + 1,
+                chars=self.settings.max_indexed_chars + READ_MARGIN_CHARS,
             ),
+            final=True,
         )
         more = len(rows) > paging.limit
         rows = rows[: paging.limit]
@@ -338,7 +341,16 @@ class SearchEngine:
                 [last.created_at.isoformat(), last.session_id, last.seq]
             )
         result = SessionQueryResult(
-            matches=tuple((yield from self._materialise(filters.workspace, page, paging))),
+            matches=tuple(
+                materialise(
+                    page,
+                    {(m.session_id, m.seq): m for m in rows},
+                    workspace=filters.workspace,
+                    excerpt_bytes=paging.excerpt_bytes,
+                    index_policy=self.settings.index_policy,
+                    deadline=paging.deadline,
+                )
+            ),
             searched=_in_scope(searched_rows[0]),
             next_cursor=next_cursor,
         )

@@ -7,7 +7,11 @@ statements lives here and nowhere else:
 - one pooled connection per attempt, for exactly one transaction; ``BEGIN`` and the
   transaction's ``SET LOCAL``s travel with the first step, ``COMMIT`` with the step the
   work marks final, so a one-step read is one network round trip;
-- every step in one round trip (pipeline mode); ``COPY`` outside the pipeline;
+- every step in one round trip (pipeline mode) and one write: its statements go out
+  together, so the server reads them at once and answers them at once (psycopg's own
+  pipeline flushes each statement apart, a wake-up of the server and of the client
+  each); a statement seen before on the connection runs prepared; ``COPY`` outside
+  the pipeline;
 - driver errors wrapped as `StoreError` & co. (`wrap_errors`) and thrown into the work;
 - the one retry layer: a deadlock, serialization failure or recovery conflict reruns
   the whole unit from a fresh generator; a lost connection reruns it when ``COMMIT``
@@ -37,7 +41,10 @@ from dataclasses import dataclass, field
 from typing import Any, LiteralString, TypeVar
 
 import psycopg
-from psycopg import pq, sql
+from psycopg import generators, pq, sql
+from psycopg._queries import PostgresQuery
+from psycopg.abc import PQGen
+from psycopg.adapt import Transformer
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
@@ -592,6 +599,129 @@ def _decoder(statement: Statement[Any]) -> Any:
     return lambda cursor: decode
 
 
+#: Names of the statements prepared on each connection, by their text and types.
+_Prepared = dict[tuple[bytes, tuple[int, ...]], bytes]
+#: A statement is prepared the second time a connection sends it (a one-off is not).
+PREPARE_AFTER = 1
+#: Statements prepared per connection at most (the rest run unprepared).
+MAX_PREPARED = 256
+
+
+@dataclass(slots=True)
+class _Batching:
+    """What a connection keeps for `_batch`: its prepared statements and sightings."""
+
+    prepared: _Prepared = field(default_factory=dict)
+    seen: dict[tuple[bytes, tuple[int, ...]], int] = field(default_factory=dict)
+    #: Names given so far (a batch that failed may still have prepared its own).
+    named: int = 0
+
+
+def _batch(
+    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any],
+    statements: Sequence[Statement[Any]],
+    state: _Batching,
+    *,
+    prepare: bool = True,
+) -> PQGen[list[list[Any]]]:
+    """Send `statements` in one pipeline and one write, then read every result: the
+    rows of each (decoded), or the first error raised.
+
+    A statement already sent `PREPARE_AFTER` times on this connection is prepared
+    (in the same batch) and runs prepared from then on; a preparation counts once the
+    batch that made it succeeded. Without `prepare` (Citus, where a generic plan of a
+    prepared statement may fan out to every shard) nothing is prepared.
+    """
+    pgconn = conn.pgconn
+    tx = Transformer(conn)
+    fresh: list[tuple[tuple[bytes, tuple[int, ...]], bytes]] = []
+    preparings: list[bool] = []
+    pgconn.enter_pipeline_mode()
+    try:
+        for s in statements:
+            query = PostgresQuery(tx)
+            query.convert(s.sql, s.params)
+            key = (query.query, query.types)
+            name = state.prepared.get(key)
+            if name is None and prepare and state.named < MAX_PREPARED:
+                seen = state.seen.get(key, 0)
+                if seen >= PREPARE_AFTER:
+                    state.named += 1
+                    name = b"pgsearch_%d" % state.named
+                    pgconn.send_prepare(name, query.query, param_types=query.types)
+                    fresh.append((key, name))
+                    state.seen.pop(key, None)
+                else:
+                    if len(state.seen) >= 4 * MAX_PREPARED:
+                        state.seen.clear()
+                    state.seen[key] = seen + 1
+            preparings.append(bool(fresh) and fresh[-1][1] == name)
+            if name is None:
+                pgconn.send_query_params(
+                    query.query,
+                    query.params,
+                    param_formats=query.formats,
+                    param_types=query.types,
+                    result_format=pq.Format.TEXT,
+                )
+            else:
+                pgconn.send_query_prepared(
+                    name, query.params, param_formats=query.formats, result_format=pq.Format.TEXT
+                )
+        pgconn.pipeline_sync()
+        yield from generators.send(pgconn)
+        results: list[list[pq.abc.PGresult]] = []
+        while True:
+            got = yield from generators.fetch_many(pgconn)
+            if len(got) == 1 and got[0].status == pq.ExecStatus.PIPELINE_SYNC:
+                break
+            results.append(got)
+        pgconn.exit_pipeline_mode()
+    except BaseException:
+        if pgconn.pipeline_status == pq.PipelineStatus.ON and not pgconn.is_busy():
+            try:
+                pgconn.exit_pipeline_mode()
+            except psycopg.Error:
+                pass
+        raise
+    encoding = conn.info.encoding
+    error: psycopg.Error | None = None
+    for got in results:
+        for res in got:
+            if res.status == pq.ExecStatus.FATAL_ERROR and error is None:
+                error = psycopg.errors.error_from_result(res, encoding=encoding)
+    if error is not None:
+        raise error
+    state.prepared.update(fresh)
+    # A statement prepared in this batch has its preparation's result first.
+    own = iter(results)
+    out: list[list[Any]] = []
+    for s, preparing in zip(statements, preparings, strict=True):
+        if preparing:
+            next(own)
+        res = next(own)[-1]
+        if res.status == pq.ExecStatus.TUPLES_OK:
+            tx.set_pgresult(res)
+            out.append(tx.load_rows(0, res.ntuples, s.decode))
+        else:
+            out.append([])
+    return out
+
+
+_BATCHING: weakref.WeakKeyDictionary[Any, _Batching] = weakref.WeakKeyDictionary()
+_BATCHING_LOCK = threading.Lock()
+
+
+def _batching(conn: Any) -> _Batching:
+    """The `_Batching` of `conn` (made on first use; a connection serves one unit at
+    a time, so only the making needs the lock)."""
+    state = _BATCHING.get(conn)
+    if state is None:
+        with _BATCHING_LOCK:
+            state = _BATCHING.setdefault(conn, _Batching())
+    return state
+
+
 @dataclass(slots=True)
 class _Done:
     value: Any
@@ -897,14 +1027,7 @@ class Driver(_Core):
             return []
         rec.round_trips += 1
         rec.note(statements)
-        cursors = [conn.cursor(row_factory=_decoder(s)) for s in statements]
-        if len(statements) == 1:
-            cursors[0].execute(statements[0].sql, statements[0].params)
-        else:
-            with conn.pipeline():
-                for cur, s in zip(cursors, statements, strict=True):
-                    cur.execute(s.sql, s.params)
-        return [cur.fetchall() if cur.description is not None else [] for cur in cursors]
+        return conn.wait(_batch(conn, statements, _batching(conn), prepare=not self.citus))
 
     def _rollback(self, conn: Connection) -> None:
         if conn.broken or conn.closed:
@@ -1146,14 +1269,8 @@ class AsyncDriver(_Core):
             return []
         rec.round_trips += 1
         rec.note(statements)
-        cursors = [conn.cursor(row_factory=_decoder(s)) for s in statements]
-        if len(statements) == 1:
-            await cursors[0].execute(statements[0].sql, statements[0].params)
-        else:
-            async with conn.pipeline():
-                for cur, s in zip(cursors, statements, strict=True):
-                    await cur.execute(s.sql, s.params)
-        return [await cur.fetchall() if cur.description is not None else [] for cur in cursors]
+        batch = _batch(conn, statements, _batching(conn), prepare=not self.citus)
+        return await conn.wait(batch)
 
     async def _rollback(self, conn: AsyncConnection) -> None:
         if conn.broken or conn.closed:

@@ -952,6 +952,32 @@ def browse_sql(
     return sql, params
 
 
+def browse_page_sql(
+    filters: Filters,
+    *,
+    per_session: bool,
+    after: BrowsePosition | None,
+    limit: int,
+    chars: int,
+) -> tuple[LiteralString, dict[str, Any]]:
+    """`browse_sql`'s entries read as `FETCH_MESSAGES` reads a page, in the same
+    order: a browse is one round trip."""
+    inner, params = browse_sql(filters, per_session=per_session, after=after, limit=limit)
+    params["chars"] = chars
+    sql: LiteralString = (
+        "SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name,"
+        " m.created_at, substr(m.content, 1, %(chars)s), substr(m.arguments, 1, %(chars)s),"
+        " substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id"
+        " FROM (" + inner + ") b"
+        " JOIN messages m"
+        " ON m.workspace_id = %(ws)s AND m.session_id = b.session_id AND m.seq = b.seq"
+        " LEFT JOIN sessions s"
+        " ON s.workspace_id = m.workspace_id AND s.session_id = m.session_id"
+        " ORDER BY " + NEWEST_FIRST
+    )
+    return sql, params
+
+
 # --- serving: one session, the schema revision, API tokens ---------------------------
 
 SESSION_INFO = f"""

@@ -19,10 +19,10 @@ from pgsearch.db.work import Statement, Step, Work
 from pgsearch.deadline import Deadline
 from pgsearch.errors import StoreError
 from pgsearch.plan import CandidatePlan, FieldHit, FieldPlan, Filters, VocabularyLookup
-from pgsearch.rows import BrowseRow, CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
+from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
 
 __all__ = [
-    "browse",
+    "browse_page",
     "candidates",
     "count_in_scope",
     "cursor_key",
@@ -245,17 +245,19 @@ def page_messages(
     )
 
 
-def browse(
-    filters: Filters, *, per_session: bool, after: BrowsePosition | None, limit: int
-) -> Statement[BrowseRow]:
-    """The newest entries in scope after `after` (optionally the newest per session)."""
-    sql, params = q.browse_sql(filters, per_session=per_session, after=after, limit=limit)
-    return Statement(
-        "browse",
-        sql,
-        params,
-        lambda r: BrowseRow(session_id=r[0], seq=r[1], kind=r[2], role=r[3], created_at=r[4]),
+def browse_page(
+    filters: Filters,
+    *,
+    per_session: bool,
+    after: BrowsePosition | None,
+    limit: int,
+    chars: int,
+) -> Statement[StoredMessage]:
+    """`browse`'s entries as `page_messages` reads them, newest first."""
+    sql, params = q.browse_page_sql(
+        filters, per_session=per_session, after=after, limit=limit, chars=chars
     )
+    return Statement("browse page", sql, params, _stored_message)
 
 
 def statement_timeout(ms: float) -> Statement[Any]:

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from pgsearch import PgSearch, SessionQueryRequest, SessionQueryResult, Settings
 from pgsearch.db.driver import UnitRecord
+from pgsearch.db.work import Statement, Step, Unit, Work
+from pgsearch.errors import StoreError
 from pgsearch.search import SearchEngine
 from tests.conftest import Databases
 from tests.helpers import SEARCH_FILTERS, SEARCH_QUERIES, search_corpus
@@ -85,12 +88,17 @@ def test_a_typical_search_takes_two_round_trips(corpus_dsn: str) -> None:
             ("kestrel", {"roles": ["user"]}),
             ("deploy pipeline", {}),
             ("café", {"session_id": "s5"}),
-            ("", {}),
         ):
             request = SessionQueryRequest(query=query, **filters)  # type: ignore[arg-type]
             (unit,) = _searches(pg, request)
             assert unit.round_trips == 2, (query, filters, [s.name for s in unit.statements])
             assert pg.search(request, workspace=WS).matches, query
+        # A browse reads its page with the count in scope.
+        for filters in ({}, {"roles": ["user"]}, {"session_id": "s5"}, {"per_session": False}):
+            request = SessionQueryRequest(query="", **filters)  # type: ignore[arg-type]
+            (unit,) = _searches(pg, request)
+            assert unit.round_trips == 1, (filters, [s.name for s in unit.statements])
+            assert pg.search(request, workspace=WS).matches, filters
         # A typo's neighbours come with the vocabulary; its plan is read after them.
         (unit,) = _searches(pg, SessionQueryRequest(query="zephir"))
         assert unit.round_trips == 3, [s.name for s in unit.statements]
@@ -99,3 +107,41 @@ def test_a_typical_search_takes_two_round_trips(corpus_dsn: str) -> None:
         pg.search(SessionQueryRequest(query="warm"), workspace=WS)
         (unit,) = _searches(pg, SessionQueryRequest(query="zephyr"))
         assert unit.round_trips == 3
+
+
+def _unit(statements: list[Statement[Any]]) -> Unit[list[list[Any]]]:
+    def work() -> Work[list[list[Any]]]:
+        return list((yield Step(tuple(statements), final=True)))
+
+    return Unit(work=work, workspace=None, write=False, context="batch")
+
+
+def test_a_step_runs_its_statements_prepared_from_their_second_time(corpus_dsn: str) -> None:
+    named = Statement("named", "SELECT %(a)s::int + 1, %(b)s::text", {"a": 1, "b": "x"})
+    rows = Statement("rows", "SELECT g FROM generate_series(1, %(n)s::int) g", {"n": 3})
+    listed = Statement(
+        "listed", "SELECT name FROM pg_prepared_statements WHERE name LIKE 'pgsearch%%'"
+    )
+    with PgSearch.connect(corpus_dsn) as pg:
+        # One connection, so that every unit sees what the one before prepared.
+        pg._driver._pools["primary"].resize(1, 1)
+        first = pg._driver.run(_unit([named, rows, listed]))
+        assert first == [[(2, "x")], [(1,), (2,), (3,)], []]
+        second = pg._driver.run(_unit([replace(named, params={"a": 5, "b": "y"}), rows, listed]))
+        assert second[:2] == [[(6, "y")], [(1,), (2,), (3,)]]
+        third = pg._driver.run(_unit([named, rows, listed]))
+        assert third[:2] == first[:2]
+        # Prepared in the second batch, run prepared in the third.
+        assert len(third[2]) >= 2, third
+
+
+def test_an_error_in_a_step_raises_and_leaves_the_connection_usable(corpus_dsn: str) -> None:
+    ok = Statement("ok", "SELECT 1")
+    bad = Statement("bad", "SELECT 1 / %(zero)s::int", {"zero": 0})
+    with PgSearch.connect(corpus_dsn) as pg:
+        pg._driver._pools["primary"].resize(1, 1)
+        for _ in range(3):  # unprepared, preparing, prepared
+            with pytest.raises(StoreError, match="division by zero"):
+                pg._driver.run(_unit([ok, bad, ok]))
+            assert pg._driver.run(_unit([ok, ok])) == [[(1,)], [(1,)]]
+        assert pg.search(SessionQueryRequest(query="zephyr"), workspace=WS).matches
