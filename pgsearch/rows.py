@@ -30,8 +30,6 @@ class StoredMessage:
     summary: str | None = None
     #: The session that started this one (a sub-agent's), when the read joins it.
     parent_session_id: str | None = None
-    #: For a session without a title, its first user prompts (`pgsearch.titles`).
-    prompts: tuple[str, ...] = ()
 
 
 #: How a vocabulary term was found for a query word.

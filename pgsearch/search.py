@@ -59,7 +59,6 @@ from pgsearch.plan import (
 from pgsearch.ranking import Ranked, page_after, rank
 from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
 from pgsearch.settings import IndexPolicy, Settings
-from pgsearch.titles import prompt_title
 from pgsearch.types import (
     DEFAULT_EXCERPT_BYTES,
     MAX_EXCERPT_BYTES,
@@ -405,12 +404,6 @@ def _in_scope(row: SearchStats | int) -> int:
     return row.in_scope if isinstance(row, SearchStats) else row
 
 
-def _title(m: StoredMessage) -> str | None:
-    """The session's title as shown: its own, else its first prompt, scrubbed and cut."""
-    title = m.title or prompt_title(m.prompts)
-    return clip(policy.scrub_secrets(title), MAX_TITLE_BYTES) if title else None
-
-
 def materialise(
     page: Sequence[Ranked],
     messages: Mapping[tuple[str, int], StoredMessage],
@@ -465,7 +458,7 @@ def materialise(
                 highlights=highlights,
                 created_at=m.created_at,
                 score=hit.score,
-                title=_title(m),
+                title=clip(policy.scrub_secrets(m.title), MAX_TITLE_BYTES) if m.title else None,
                 parent_session_id=m.parent_session_id,
             )
         )

@@ -611,11 +611,10 @@ WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s AND s.tsv @@ %(t
 # The entries of a page, each field read only as far as an excerpt can use it
 # (``chars``: the indexed prefix and some room): substr fetches a prefix of a long
 # value without reading (or decompressing) all of it.
-FETCH_MESSAGES = f"""
+FETCH_MESSAGES = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
        substr(m.content, 1, %(chars)s), substr(m.arguments, 1, %(chars)s),
-       substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id,
-       {_FIRST_PROMPTS}
+       substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id
 FROM messages m
 JOIN unnest(%(sids)s::text[], %(seqs)s::int[]) AS k(session_id, seq)
   ON m.workspace_id = %(ws)s AND m.session_id = k.session_id AND m.seq = k.seq
