@@ -629,3 +629,29 @@ def test_the_quick_start_search_shows_the_typo_found(shared: str) -> None:
     assert "database" in top["excerpt"].lower()
     assert top["session_id"] == "cron-refactor"
     assert "database" in [top["excerpt"][a:b].lower() for a, b in top["highlights"]]
+
+
+def test_windows_show_tool_calls_as_keywords(shared: str) -> None:
+    out = ok(
+        pgsearch("around", "-w", "demo", "--session", "cron-refactor", "--seq", "3", dsn=shared)
+    )
+    assert '   grep(pattern="register_job", path="scheduler/")' in out
+    data = json.loads(
+        ok(
+            pgsearch(
+                "around",
+                "-w",
+                "demo",
+                "--session",
+                "cron-refactor",
+                "--seq",
+                "3",
+                "--json",
+                dsn=shared,
+            )
+        )
+    )
+    anchor = next(m for m in data["messages"] if m["anchor"])
+    assert (
+        '{"pattern": "register_job", "path": "scheduler/"}' in anchor["content"]
+    )  # --json as stored

@@ -18,6 +18,7 @@ DRIVERS = ("psycopg", "psycopg_pool", "sqlalchemy", "alembic")
 PURE_CORE = (
     "cursor",
     "errors",
+    "calls",
     "excerpt",
     "highlight",
     "titles",
