@@ -124,7 +124,18 @@ class Context:
     def lease(self) -> embedded.Lease:
         if self._lease is None:
             _exit_cleanly_on_signals()
-            self._lease = embedded.EmbeddedServer().lease()
+            server = embedded.EmbeddedServer()
+            # Read only (no lock taken, nothing written): the home is checked by `lease`.
+            first = not (server.home / "initialised").is_file()
+            if first:
+                _echo(
+                    "pgsearch: first run: creating a private PostgreSQL server in "
+                    f"{server.home} (a few seconds)...",
+                    err=True,
+                )
+            self._lease = server.lease()
+            if first:
+                _echo("pgsearch: private server ready", err=True)
         return self._lease
 
     def open(self) -> PgSearch:
@@ -652,7 +663,12 @@ def _render_window(window: Window) -> str:
         )
         # Only newlines break lines: splitlines() would also obey \v, \f, \x1c-\x1e,
         # U+0085 and U+2028 from the log, which are shown escaped instead.
-        for text_line in m.content.replace("\r\n", "\n").split("\n"):
+        content = m.content.replace("\r\n", "\n")
+        if m.kind == "tool_input":
+            from pgsearch.calls import readable_calls
+
+            content = readable_calls(content)
+        for text_line in content.split("\n"):
             lines.append(f"   {text_line}")
     if window.next_seq is not None:
         lines.append(f"more: --seq {window.next_seq}")

@@ -380,10 +380,20 @@ ORDER BY seq DESC
 
 # --- reading ------------------------------------------------------------------------
 
-LIST_SESSIONS = """
-SELECT session_id, title, message_count, created_at, updated_at, source, parent_session_id
-FROM sessions WHERE workspace_id = %(ws)s
-ORDER BY updated_at DESC NULLS LAST, session_id
+# A session with no title of its own is shown by its first user prompts (the first
+# that reads as one, `pgsearch.titles`): up to three, each cut, read through the
+# messages' primary key from the session's first entry on.
+_FIRST_PROMPTS = """CASE WHEN s.title IS NULL THEN ARRAY(
+         SELECT substr(f.content, 1, 400) FROM messages f
+         WHERE f.workspace_id = %(ws)s AND f.session_id = s.session_id
+           AND f.kind = 'user_text'
+         ORDER BY f.seq LIMIT 3) END"""
+
+LIST_SESSIONS = f"""
+SELECT s.session_id, s.title, s.message_count, s.created_at, s.updated_at, s.source,
+       s.parent_session_id, {_FIRST_PROMPTS}
+FROM sessions s WHERE s.workspace_id = %(ws)s
+ORDER BY s.updated_at DESC NULLS LAST, s.session_id
 LIMIT %(limit)s OFFSET %(offset)s
 """
 
@@ -969,9 +979,10 @@ def browse_page_sql(
 
 # --- serving: one session, the schema revision, API tokens ---------------------------
 
-SESSION_INFO = """
-SELECT session_id, title, message_count, created_at, updated_at, source, parent_session_id
-FROM sessions WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
+SESSION_INFO = f"""
+SELECT s.session_id, s.title, s.message_count, s.created_at, s.updated_at, s.source,
+       s.parent_session_id, {_FIRST_PROMPTS}
+FROM sessions s WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s
 """
 
 SCHEMA_VERSIONS = "SELECT version_num FROM pgsearch_alembic_version"

@@ -41,6 +41,7 @@ from pgsearch.errors import IngestError, NotFound, StoreError
 from pgsearch.normalize import stem
 from pgsearch.policy import scrub_secrets, split_tool_names
 from pgsearch.rows import ApiToken, StoredMessage, TableSize
+from pgsearch.titles import prompt_title
 from pgsearch.types import SessionInfo, WorkspaceStats
 
 log = logging.getLogger(__name__)
@@ -922,10 +923,12 @@ def maintenance(statement: LiteralString) -> Work[None]:
 
 
 def _session_info(r: Sequence[Any]) -> SessionInfo:
-    # Titles are shown wherever sessions are listed: scrubbed as an excerpt would be.
+    # Titles are shown wherever sessions are listed: scrubbed as an excerpt would be;
+    # a session without one is shown by its first prompt (`pgsearch.titles`).
+    title = r[1] or prompt_title(r[7] if len(r) > 7 else None)
     return SessionInfo(
         session_id=r[0],
-        title=scrub_secrets(r[1]) if r[1] else r[1],
+        title=scrub_secrets(title) if title else None,
         message_count=r[2],
         created_at=r[3],
         updated_at=r[4],

@@ -148,7 +148,7 @@ def test_readme_flow_migrate_ingest_search(empty_dsn: str, tmp_path: Path) -> No
     first = out.splitlines()[0]
     assert first.startswith("1. session=cron-refactor seq=")
     # Not a terminal: plain text, no marks of any kind.
-    assert "Use a Postgres advisory lock" in out and "**" not in out and "\x1b" not in out
+    assert "Use a database advisory lock" in out and "**" not in out and "\x1b" not in out
     assert "entries searched" in out
     hint = re.search(r"open a window: pgsearch around -w demo --session (\S+) --seq (\d+)", out)
     assert hint is not None
@@ -485,14 +485,14 @@ def test_search_json_names_the_parent_of_a_sub_agent_session(dsn: str) -> None:
 # -- the README's JSON examples -----------------------------------------------------------
 
 
-def test_readme_json_examples_are_a_real_runs_output(shared: str) -> None:
-    readme = REPO / "README.md"
-    examples = doc_examples(readme)
-    for command in examples:
+@pytest.mark.parametrize("doc", ["README.md", "docs/search.md"])
+def test_json_examples_of_commands_are_a_real_runs_output(shared: str, doc: str) -> None:
+    path = REPO / doc
+    for command in doc_examples(path):
         argv = shlex.split(command)
         assert argv[0] == "pgsearch", command
         actual = json.loads(ok(pgsearch(*argv[1:], dsn=shared)))
-        check_example(readme, command, actual, volatile=("next_cursor",))
+        check_example(path, command, actual, volatile=("next_cursor",))
 
 
 def test_search_on_a_terminal_shows_matches_in_colour(shared: str) -> None:
@@ -619,3 +619,39 @@ def test_ingest_with_no_path_reads_every_agents_default_locations(
     nothing = pgsearch("ingest", "-w", "mine", dsn=empty_dsn, env={**env, "HOME": str(bare)})
     assert nothing.returncode == 1
     assert "no agent logs in their default locations" in nothing.stderr
+
+
+def test_the_quick_start_search_shows_the_typo_found(shared: str) -> None:
+    """The README's demo query has a typo; its top hit holds the word it meant."""
+    readme = (REPO / "README.md").read_text()
+    assert 'pgsearch search "databse lock"' in readme
+    top = search_json(shared, "databse lock", "-w", "demo")["matches"][0]
+    assert "database" in top["excerpt"].lower()
+    assert top["session_id"] == "cron-refactor"
+    assert "database" in [top["excerpt"][a:b].lower() for a, b in top["highlights"]]
+
+
+def test_windows_show_tool_calls_as_keywords(shared: str) -> None:
+    out = ok(
+        pgsearch("around", "-w", "demo", "--session", "cron-refactor", "--seq", "3", dsn=shared)
+    )
+    assert '   grep(pattern="register_job", path="scheduler/")' in out
+    data = json.loads(
+        ok(
+            pgsearch(
+                "around",
+                "-w",
+                "demo",
+                "--session",
+                "cron-refactor",
+                "--seq",
+                "3",
+                "--json",
+                dsn=shared,
+            )
+        )
+    )
+    anchor = next(m for m in data["messages"] if m["anchor"])
+    assert (
+        '{"pattern": "register_job", "path": "scheduler/"}' in anchor["content"]
+    )  # --json as stored

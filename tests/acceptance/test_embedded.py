@@ -520,3 +520,12 @@ def test_the_library_finds_the_clis_private_server(home: Path) -> None:
     assert done.stdout.split("\n")[:2] == ["sync pokemon-i18n", "async cron-refactor"]
     state = status(home)
     assert not state["running"] and state["users"] == []
+
+
+def test_the_first_run_says_what_it_is_doing(home: Path) -> None:
+    first = run(home, "sessions", "-w", "demo")
+    ok(first)
+    assert "pgsearch: first run: creating a private PostgreSQL server in" in first.stderr
+    assert "pgsearch: private server ready" in first.stderr
+    again = run(home, "sessions", "-w", "demo")
+    assert "first run" not in ok(again) + again.stderr

@@ -97,7 +97,10 @@ def test_a_summary_titles_the_session_it_names_in_another_file_or_a_later_run(
     names = titles(pg, "w")
     # The summary naming the session's later message wins over the earlier one.
     assert names["1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"] == "Nightly export time zone fix"
-    assert names["6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"] is None  # the file they sit in
+    # The file they sit in has no title of its own: it is named by its first prompt.
+    assert (
+        names["6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"] == "Now add a test for the export time zone."
+    )
     late = "2b3c4d5e-6f70-4812-9a3b-4c5d6e7f8091"
     assert late not in names
     pg.ingest_paths([CLAUDE / "summaries-late"], workspace="w")

@@ -18,8 +18,10 @@ DRIVERS = ("psycopg", "psycopg_pool", "sqlalchemy", "alembic")
 PURE_CORE = (
     "cursor",
     "errors",
+    "calls",
     "excerpt",
     "highlight",
+    "titles",
     "indexing",
     "messages",
     "normalize",

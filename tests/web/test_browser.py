@@ -124,6 +124,8 @@ def test_typo_search_open_session_page_and_filter(
     anchor = page.locator(".message.anchor")
     expect(anchor).to_have_count(1)
     expect(anchor).to_contain_text("advisory lock")
+    # A tool call reads as name(key=value, ...), not as JSON.
+    expect(page.locator("#m3 pre")).to_have_text('grep(pattern="register_job", path="scheduler/")')
     # The words the search matched are marked in the session too.
     expect(anchor.locator("mark")).to_have_text(["advisory", "lock"])
     assert "sid=cron-refactor" in page.url

@@ -338,6 +338,33 @@ async function openSession(p) {
   timeline(p, sid);
 }
 
+// Tool calls as people read them (as `pgsearch.calls` does for text output): a stored
+// line `name({...JSON...})` shown as `name(key=value, ...)`, a string value holding
+// newlines on lines of its own; any other line as it is. Text only, never HTML.
+function readableCall(line) {
+  const match = /^([^\s(){}]+)\((\{.*\})\)$/.exec(line);
+  if (!match) return line;
+  let args;
+  try {
+    args = JSON.parse(match[2]);
+  } catch {
+    return line;
+  }
+  if (!args || typeof args !== "object" || Array.isArray(args)) return line;
+  const parts = Object.entries(args).map(([key, value]) => {
+    if (typeof value === "string" && value.includes("\n")) {
+      const body = value.split("\n").map((l) => "    " + l).join("\n");
+      return `${key}="""\n${body}\n    """`;
+    }
+    return `${key}=${JSON.stringify(value)}`;
+  });
+  return `${match[1]}(${parts.join(", ")})`;
+}
+
+function readableCalls(text) {
+  return text.split("\n").map(readableCall).join("\n");
+}
+
 function showPage(page) {
   const list = $("messages");
   list.replaceChildren();
@@ -355,7 +382,7 @@ function showPage(page) {
           el("span", { text: "#" + m.seq }),
           el("time", { datetime: m.created_at, text: when(m.created_at) }),
         ),
-        el("pre", null, marked(m.content, state.words || [])),
+        el("pre", null, marked(m.kind === "tool_input" ? readableCalls(m.content) : m.content, state.words || [])),
       ),
     );
   }
