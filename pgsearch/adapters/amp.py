@@ -21,7 +21,6 @@ Messages take their own time when Amp records one, else the thread's.
 
 from __future__ import annotations
 
-import json
 from pathlib import PurePath
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -39,6 +38,7 @@ from pgsearch.adapters.common import (
     block_text,
     ident,
     int_or_none,
+    json_document,
     quiet_time,
     shell_command,
     text,
@@ -68,14 +68,6 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _document(data: bytes) -> dict[str, Any]:
-    try:
-        doc = json.loads(data.decode("utf-8-sig"))
-    except (ValueError, RecursionError):
-        return {}
-    return doc if looks_like_document(doc) else {}
-
-
 def _cwd(doc: dict[str, Any]) -> str | None:
     trees = _obj(_obj(doc.get("env")).get("initial")).get("trees")
     for tree in trees if isinstance(trees, list) else ():
@@ -87,7 +79,7 @@ def _cwd(doc: dict[str, Any]) -> str | None:
 
 def header(data: bytes, *, default_session: str, path: PurePath | None = None) -> FileHeader:
     """Thread id, working directory (the first tree) and creation time."""
-    doc = _document(data)
+    doc = json_document(data, looks_like_document)
     return FileHeader(
         session_id=ident(doc.get("id")) or default_session,
         cwd=_cwd(doc),
@@ -124,7 +116,7 @@ def _result(block: dict[str, Any]) -> tuple[str, bool, int | None]:
 
 def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHeader) -> Parsed:
     """Every entry of the thread (always read whole)."""
-    doc = _document(data)
+    doc = json_document(data, looks_like_document)
     parsed = Parsed(consumed=len(data), lines=data.count(b"\n"))
     if not doc:
         return parsed  # nothing of this format: the ingestor says what it looks like

@@ -39,6 +39,7 @@ from pgsearch.adapters.common import (
     LineEntries,
     Parsed,
     ident,
+    json_document,
     name_of,
     quiet_time,
     text,
@@ -109,14 +110,6 @@ def looks_like_document(value: Any) -> bool:
     return isinstance(value, dict) and "cline_task" in value and "ui_messages" in value
 
 
-def _document(data: bytes) -> dict[str, Any]:
-    try:
-        doc = json.loads(data.decode("utf-8-sig"))
-    except (ValueError, RecursionError):
-        doc = None
-    return doc if looks_like_document(doc) else {}
-
-
 def _messages(doc: dict[str, Any]) -> list[Any]:
     ui = doc.get("ui_messages")
     return ui if isinstance(ui, list) else []
@@ -124,7 +117,7 @@ def _messages(doc: dict[str, Any]) -> list[Any]:
 
 def header(data: bytes, *, default_session: str, path: PurePath | None = None) -> FileHeader:
     """The task id (its directory), the workspace Roo Code names, the first time."""
-    doc = _document(data)
+    doc = json_document(data, looks_like_document)
     task = ident(doc.get("cline_task")) or (path.parent.name if path else None)
     found = doc.get("history_item")
     item: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -169,7 +162,7 @@ def _question(raw: str) -> str:
 
 def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHeader) -> Parsed:
     """Every entry of the task (always read whole)."""
-    doc = _document(data)
+    doc = json_document(data, looks_like_document)
     parsed = Parsed(consumed=len(data), lines=data.count(b"\n"))
     if not doc:
         return parsed  # nothing of this format: the ingestor says what it looks like

@@ -622,6 +622,16 @@ def block_text(content: Any, *, types: tuple[str, ...] = ("text",)) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def json_document(data: bytes, looks_like: Callable[[Any], bool]) -> dict[str, Any]:
+    """`data` read as one JSON document that `looks_like` accepts, else ``{}`` (text
+    that is not JSON, or JSON of another program)."""
+    try:
+        doc = json.loads(data.decode("utf-8-sig"))
+    except (ValueError, RecursionError):
+        return {}
+    return doc if looks_like(doc) else {}
+
+
 def as_list(value: Any) -> list[Any]:
     """`value` when it is a list, a string as a list of one, anything else as empty."""
     if isinstance(value, list):

@@ -35,6 +35,7 @@ from pgsearch.adapters.common import (
     ToolCall,
     ident,
     int_or_none,
+    json_document,
     quiet_time,
     shell_command,
     text,
@@ -55,14 +56,6 @@ def looks_like_document(value: Any) -> bool:
     return isinstance(value, dict) and value.get("crush_store") is True
 
 
-def _document(data: bytes) -> dict[str, Any]:
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return {}
-    return doc if looks_like_document(doc) else {}
-
-
 def _list(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
@@ -72,7 +65,7 @@ def header(data: bytes, *, default_session: str, path: PurePath | None = None) -
     cwd = None
     if path is not None and path.parent.name == ".crush":
         cwd = str(path.parent.parent)
-    first = next(iter(_list(_document(data).get("sessions"))), {})
+    first = next(iter(_list(json_document(data, looks_like_document).get("sessions"))), {})
     return FileHeader(
         session_id=ident(first.get("id")) or default_session,
         cwd=cwd,
@@ -93,7 +86,7 @@ def _parts(raw: Any) -> list[dict[str, Any]]:
 
 def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHeader) -> Parsed:
     """Every session and message of the store (always read whole)."""
-    doc = _document(data)
+    doc = json_document(data, looks_like_document)
     parsed = Parsed(consumed=len(data), lines=data.count(b"\n"))
     if not doc:
         return parsed  # nothing of this format: the ingestor says what it looks like

@@ -36,6 +36,7 @@ from pgsearch.adapters.common import (
     SessionTitle,
     arguments_json,
     ident,
+    json_document,
     name_of,
     quiet_time,
     text,
@@ -58,14 +59,6 @@ def looks_like_document(value: Any) -> bool:
     return isinstance(value, dict) and value.get("cursor_store") is True
 
 
-def _document(data: bytes) -> dict[str, Any]:
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return {}
-    return doc if looks_like_document(doc) else {}
-
-
 def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -77,7 +70,7 @@ def _composers(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def header(data: bytes, *, default_session: str, path: PurePath | None = None) -> FileHeader:
     """The store holds chats of many workspaces: no one working directory."""
-    first = next(iter(_composers(_document(data))), {})
+    first = next(iter(_composers(json_document(data, looks_like_document))), {})
     return FileHeader(
         session_id=ident(first.get("id")) or default_session,
         started_at=quiet_time(_obj(first.get("data")).get("createdAt")),
@@ -98,7 +91,7 @@ def _bubbles(composer: dict[str, Any]) -> list[dict[str, Any]]:
 
 def parse(data: bytes, start: int, first_line: int, *, path: str, header: FileHeader) -> Parsed:
     """Every chat of the store (always read whole)."""
-    doc = _document(data)
+    doc = json_document(data, looks_like_document)
     parsed = Parsed(consumed=len(data), lines=data.count(b"\n"))
     if not doc:
         return parsed  # nothing of this format: the ingestor says what it looks like
