@@ -277,3 +277,109 @@ def test_marks_come_from_the_ranges_and_browsing_is_not_searching(
     expect(page.locator("#histogram")).to_be_hidden()
     shot(page, "browse")
     assert errors == []
+
+
+HOSTILE = (
+    "# Plan for the migration\n"
+    "Check the **migration** with `alembic upgrade head`:\n\n"
+    "- first step\n"
+    "- second step\n\n"
+    '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script>\n'
+    "[click me](javascript:window.__pwned=3) or [the docs](https://example.org/docs)"
+)
+CODE = (
+    'Here is the fix:\n\n```python\ndef upgrade():\n    op.add_column("t", "<b>x</b>")\n```\nDone.'
+)
+
+
+def test_messages_render_markdown_inert_with_code_blocks_and_long_output_folded(
+    context: BrowserContext, server: LiveServer, http_dsn: str
+) -> None:
+    """A session's messages are Markdown made into page elements, never HTML: stored
+    tags and script links stay text, fenced code is a code block, and a long tool
+    output shows its first lines with the rest folded (open when a match is in it)."""
+    with PgSearch.connect(http_dsn) as pg:
+        pg.append(
+            workspace="md-render",
+            session_id="upgrade",
+            messages=[
+                {"role": "user", "content": HOSTILE},
+                {"role": "assistant", "content": CODE},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {"id": "c1", "function": {"name": "bash", "arguments": '{"cmd": "ls"}'}},
+                        {"id": "c2", "function": {"name": "bash", "arguments": '{"cmd": "mig"}'}},
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": "c1",
+                    "content": "\n".join(f"file_{n}.py" for n in range(40)),
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": "c2",
+                    "content": "\n".join(
+                        "migration applied" if n == 25 else f"step {n}" for n in range(30)
+                    ),
+                },
+            ],
+        )
+        token = pg.create_token(workspace="md-render").secret
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    sign_in(page, server.url, token)
+    page.fill("#q", "migration plan")
+    page.press("#q", "Enter")
+    hit = page.locator(".result", has_text="Plan for the")
+    expect(hit).to_have_count(1)
+    # The excerpt stays the stored text, marked from its ranges.
+    expect(hit.locator(".excerpt")).to_contain_text("# Plan for the migration")
+    hit.click()
+    expect(page.locator("#session-view")).to_be_visible()
+
+    user = page.locator(".message", has=page.locator(".tag", has_text="user_text"))
+    expect(user.locator(".md h3")).to_have_text("Plan for the migration")
+    expect(user.locator(".md strong")).to_have_text("migration")
+    expect(user.locator(".md code")).to_have_text("alembic upgrade head")
+    expect(user.locator(".md ul li")).to_have_text(["first step", "second step"])
+    expect(user.locator(".md mark").first).to_have_text("Plan")
+    # Stored HTML and a javascript: link stay text; only the https link is a link.
+    expect(user).to_contain_text('<img src=x onerror="window.__pwned=1">')
+    expect(user).to_contain_text("<script>window.__pwned=2</script>")
+    expect(user).to_contain_text("[click me](javascript:window.__pwned=3)")
+    assert page.locator("#messages img, #messages script, #messages b").count() == 0
+    links = user.locator(".md a")
+    expect(links).to_have_count(1)
+    expect(links).to_have_text("the docs")
+    expect(links).to_have_attribute("href", "https://example.org/docs")
+    assert page.locator("#messages [onerror], #messages [href^='javascript']").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+    # A fenced block is a code block, its HTML text as it is.
+    code = page.locator(".message .md pre code.language-python")
+    expect(code).to_have_text('def upgrade():\n    op.add_column("t", "<b>x</b>")')
+    expect(page.locator(".message", has_text="Here is the fix").locator(".md p")).to_have_text(
+        ["Here is the fix:", "Done."]
+    )
+
+    # A long tool output: the first 12 lines, the other 28 folded until asked for.
+    outputs = page.locator(".message", has=page.locator(".tag", has_text="tool_output"))
+    expect(outputs).to_have_count(2)
+    long = outputs.filter(has_text="file_0.py")
+    fold = long.locator(".fold details")
+    expect(fold.locator("summary")).to_have_text("28 more lines")
+    expect(long.locator(".fold > pre")).to_have_text("\n".join(f"file_{n}.py" for n in range(12)))
+    expect(long.get_by_text("file_39.py")).to_be_hidden()
+    fold.scroll_into_view_if_needed()
+    shot(page, "session-markdown")
+    fold.locator("summary").click()
+    expect(long.get_by_text("file_39.py")).to_be_visible()
+    # A fold holding a matched word is open from the start.
+    matched = outputs.filter(has_text="step 0")
+    expect(matched.locator(".fold details")).to_have_attribute("open", "")
+    expect(matched.locator(".fold details mark")).to_have_text("migration")
+    assert errors == []

@@ -365,6 +365,170 @@ function readableCalls(text) {
   return text.split("\n").map(readableCall).join("\n");
 }
 
+// --- Markdown, safely ----------------------------------------------------------------
+// A small renderer for the Markdown people and models write in messages: headings,
+// emphasis, inline code, fenced code, lists, quotes, links (http and https only).
+// It builds DOM nodes and puts every piece of stored text in the page as text, so raw
+// HTML stays text and a link to anything but http(s) stays text. Each text piece goes
+// through `marked`, so the session view marks the matched words inside it too.
+
+// Lines of a tool's output (or a code block) shown before the rest is folded.
+const FOLD = 12;
+
+function markedText(text) {
+  return marked(text, state.words || []);
+}
+
+// A link target the page may follow: an absolute http(s) URL, else null.
+function safeHref(url) {
+  try {
+    const u = new URL(url);
+    return u.protocol === "http:" || u.protocol === "https:" ? u.href : null;
+  } catch {
+    return null;
+  }
+}
+
+const INLINE = new RegExp(
+  [
+    "(`+)([^`]|[^`][\\s\\S]*?[^`])\\1(?!`)", // 1,2: code span
+    "\\[([^\\[\\]\\n]+)\\]\\(([^()\\s]+)\\)", // 3,4: link
+    "\\*\\*(?=\\S)([\\s\\S]*?\\S)\\*\\*", // 5: strong
+    "__(?=\\S)([\\s\\S]*?\\S)__(?!\\w)", // 6: strong
+    "\\*(?=[^\\s*])([^*\\n]*?[^\\s*])\\*", // 7: emphasis
+    "(?<![\\w])_(?=[^\\s_])([^_\\n]*?[^\\s_])_(?!\\w)", // 8: emphasis
+    "(?<![\\w(\\[<])(https?://[^\\s<>()\\[\\]]*[^\\s<>()\\[\\].,;:!?'\"])", // 9: bare URL
+  ].join("|"),
+  "u",
+);
+
+function inline(text) {
+  const out = document.createDocumentFragment();
+  let rest = text;
+  while (rest) {
+    const m = INLINE.exec(rest);
+    if (!m) break;
+    if (m.index > 0) out.append(markedText(rest.slice(0, m.index)));
+    if (m[2] !== undefined) out.append(el("code", null, markedText(m[2])));
+    else if (m[3] !== undefined) {
+      const href = safeHref(m[4]);
+      if (href) out.append(el("a", { href, rel: "noopener noreferrer nofollow", target: "_blank" }, inline(m[3])));
+      else out.append(markedText(m[0]));
+    } else if (m[5] !== undefined || m[6] !== undefined) out.append(el("strong", null, inline(m[5] ?? m[6])));
+    else if (m[7] !== undefined || m[8] !== undefined) out.append(el("em", null, inline(m[7] ?? m[8])));
+    else if (m[9] !== undefined) {
+      const href = safeHref(m[9]);
+      out.append(href ? el("a", { href, rel: "noopener noreferrer nofollow", target: "_blank" }, markedText(m[9])) : markedText(m[9]));
+    }
+    rest = rest.slice(m.index + m[0].length);
+  }
+  if (rest) out.append(markedText(rest));
+  return out;
+}
+
+// Text shown as it is (code, tool input and output): the first FOLD lines, the rest
+// behind a fold that opens by itself when a matched word is in it.
+function folded(text, codeClass) {
+  const lines = text.split("\n");
+  const code = (t) => el("pre", null, el("code", { class: codeClass }, markedText(t)));
+  if (lines.length <= FOLD + 3) return code(text);
+  const box = el("div", { class: "fold" }, code(lines.slice(0, FOLD).join("\n")));
+  const more = el(
+    "details",
+    null,
+    el("summary", { text: `${lines.length - FOLD} more lines` }),
+    code(lines.slice(FOLD).join("\n")),
+  );
+  if (more.querySelector("mark")) more.open = true;
+  box.append(more);
+  return box;
+}
+
+const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/;
+const HEADING = /^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
+const ITEM = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/;
+const QUOTE = /^ {0,3}> ?(.*)$/;
+const RULE = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
+
+function markdown(text) {
+  const out = document.createDocumentFragment();
+  const lines = text.replace(/\r\n?/g, "\n").split("\n");
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    if (!line.trim()) {
+      i++;
+      continue;
+    }
+    const fence = FENCE.exec(line);
+    if (fence) {
+      const close = new RegExp("^ {0,3}" + fence[1][0] + "{" + fence[1].length + ",}\\s*$");
+      const body = [];
+      i++;
+      while (i < lines.length && !close.test(lines[i])) body.push(lines[i++]);
+      i++;
+      out.append(folded(body.join("\n"), fence[2] ? "language-" + fence[2] : null));
+      continue;
+    }
+    const heading = HEADING.exec(line);
+    if (heading) {
+      out.append(el("h" + Math.min(heading[1].length + 2, 6), { class: "md-h" }, inline(heading[2])));
+      i++;
+      continue;
+    }
+    if (RULE.test(line)) {
+      out.append(el("hr"));
+      i++;
+      continue;
+    }
+    if (QUOTE.test(line)) {
+      const body = [];
+      while (i < lines.length && QUOTE.test(lines[i])) body.push(QUOTE.exec(lines[i++])[1]);
+      out.append(el("blockquote", null, markdown(body.join("\n"))));
+      continue;
+    }
+    const item = ITEM.exec(line);
+    if (item) {
+      const ordered = /\d/.test(item[2]);
+      const list = el(ordered ? "ol" : "ul");
+      if (ordered && parseInt(item[2], 10) !== 1) list.setAttribute("start", String(parseInt(item[2], 10)));
+      while (i < lines.length) {
+        const it = ITEM.exec(lines[i]);
+        if (!it || /\d/.test(it[2]) !== ordered) break;
+        const body = [it[3]];
+        i++;
+        // Lines indented under an item (and not items themselves) continue it.
+        while (i < lines.length && /^\s+\S/.test(lines[i]) && !ITEM.exec(lines[i])) body.push(lines[i++].trim());
+        const li = el("li", { class: it[1].length >= 2 ? "nested" : null }, inline(body.join("\n")));
+        list.append(li);
+      }
+      out.append(list);
+      continue;
+    }
+    const para = [];
+    while (
+      i < lines.length &&
+      lines[i].trim() &&
+      !FENCE.test(lines[i]) &&
+      !HEADING.test(lines[i]) &&
+      !QUOTE.test(lines[i]) &&
+      !(para.length && ITEM.test(lines[i]) && !/^\s{4,}/.test(lines[i]))
+    ) {
+      para.push(lines[i++]);
+    }
+    out.append(el("p", null, inline(para.join("\n"))));
+  }
+  return out;
+}
+
+// Kinds whose text people and models write as Markdown.
+const PROSE = new Set(["user_text", "assistant_text", "summary", "goal"]);
+
+function messageBody(m) {
+  if (PROSE.has(m.kind)) return el("div", { class: "md" }, markdown(m.content));
+  return folded(m.kind === "tool_input" ? readableCalls(m.content) : m.content, null);
+}
+
 function showPage(page) {
   const list = $("messages");
   list.replaceChildren();
@@ -382,7 +546,7 @@ function showPage(page) {
           el("span", { text: "#" + m.seq }),
           el("time", { datetime: m.created_at, text: when(m.created_at) }),
         ),
-        el("pre", null, marked(m.kind === "tool_input" ? readableCalls(m.content) : m.content, state.words || [])),
+        messageBody(m),
       ),
     );
   }
