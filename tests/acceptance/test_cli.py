@@ -21,7 +21,7 @@ import pytest
 from pgsearch.cli import main
 from pgsearch.types import SessionMatch
 from tests.conftest import EXAMPLES, Databases
-from tests.helpers import check_example, doc_examples
+from tests.helpers import WRITE_EXAMPLES, check_example, doc_examples
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -501,6 +501,22 @@ def test_json_examples_of_commands_are_a_real_runs_output(shared: str, doc: str)
         assert argv[0] == "pgsearch", command
         actual = json.loads(ok(pgsearch(*argv[1:], dsn=shared)))
         check_example(path, command, actual, volatile=("next_cursor",))
+
+
+def test_the_text_example_of_search_is_a_real_runs_output(shared: str) -> None:
+    """docs/search.md shows the text layout of hits as a real run prints it (rewritten
+    with PGSEARCH_WRITE_EXAMPLES=1)."""
+    path = REPO / "docs" / "search.md"
+    text = path.read_text()
+    found = re.search(r"<!-- text output of: (.+?) -->\n```text\n(.*?)```", text, re.S)
+    assert found is not None, f"{path} has no text example"
+    argv = shlex.split(found.group(1))
+    assert argv[0] == "pgsearch", found.group(1)
+    actual = ok(pgsearch(*argv[1:], dsn=shared))
+    if WRITE_EXAMPLES:
+        path.write_text(text[: found.start(2)] + actual + text[found.end(2) :])
+        return
+    assert found.group(2) == actual, f"{path.name}: the text example differs from a real run"
 
 
 def test_search_on_a_terminal_shows_matches_in_colour(shared: str) -> None:
