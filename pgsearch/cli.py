@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -29,6 +29,7 @@ from pgsearch.types import (
     DEFAULT_LIMIT,
     MAX_WINDOW,
     Scope,
+    SessionMatch,
     SessionQueryRequest,
     SessionQueryResult,
     Window,
@@ -490,11 +491,44 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
+#: How each kind of entry is named in a hit's header line.
+_KIND_LABELS = {
+    policy.USER_TEXT: "user",
+    policy.ASSISTANT_TEXT: "assistant",
+    policy.TOOL_INPUT: "tool call",
+    policy.TOOL_OUTPUT: "tool output",
+    policy.TOOL_ERROR: "tool error",
+}
+_BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
+
+
+def _hit_header(m: SessionMatch, rank: int, *, browsing: bool, color: bool) -> str:
+    """A hit's header line: rank, title and where it is (session and seq), what kind
+    of entry, when (UTC, to the minute) and, for a search, its score. Stored fields
+    are quoted or bare (`pgsearch.terminal.quoted`, `inline`): none can add a line
+    or pass for another field."""
+    title = terminal_safe(quoted(m.title)) + " " if m.title else ""
+    where = f"{inline(m.session_id)} #{m.seq}"
+    if m.parent_session_id:
+        where += f" (in {inline(m.parent_session_id)})"
+    kind = _KIND_LABELS.get(m.kind, m.kind)
+    if m.tool_name:
+        kind += f" {inline(m.tool_name)}"
+    when = m.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    where, kind = terminal_safe(where), terminal_safe(kind)
+    after = when if browsing else f"{when} · score {m.score:.3f}"
+    if not color:
+        return f"{rank}. {title}{where} · {kind} · {after}"
+    return f"{_BOLD}{rank}. {title}{_RESET}{_DIM}{where}{_RESET} · {kind} · {_DIM}{after}{_RESET}"
+
+
 def _render_result(
     result: SessionQueryResult, workspace: str, *, browsing: bool = False, color: bool = False
 ) -> str:
-    """A result as text, safe to print as it is (stored control sequences escaped).
-    `browsing` (an empty query) lists newest entries: no scores. `color` shows the
+    """A result as text, safe to print as it is (stored control sequences escaped):
+    per hit a header line (`_hit_header`), then its excerpt on one line indented by
+    three spaces, so that no excerpt passes for a header. `browsing` (an empty query)
+    lists newest entries: no scores. `color` shows the header in bold and dim and the
     matched words of each excerpt in bold colour."""
     from pgsearch.highlight import terminal_excerpt
 
@@ -508,19 +542,7 @@ def _render_result(
     if browsing:
         lines.append("newest entries:")
     for i, m in enumerate(result.matches, 1):
-        # Stored fields quoted or flattened (`pgsearch.terminal.inline`, `flat`): a
-        # title or an id cannot add a line or pass for another field.
-        tool = f" tool={inline(m.tool_name)}" if m.tool_name else ""
-        title = f" {quoted(m.title)}" if m.title else ""
-        parent = f" parent={inline(m.parent_session_id)}" if m.parent_session_id else ""
-        score = "" if browsing else f" score={m.score:.3f}"
-        lines.append(
-            terminal_safe(
-                f"{i}. session={inline(m.session_id)}{parent} seq={m.seq} {m.kind} "
-                f"role={m.role}{tool} turn={m.turn} "
-                f"{m.created_at.isoformat(timespec='seconds')}{score}{title}"
-            )
-        )
+        lines.append(_hit_header(m, i, browsing=browsing, color=color))
         lines.append("   " + terminal_excerpt(m.excerpt, m.highlights, color=color))
     tail: list[str] = [""]
     shown = (

@@ -21,7 +21,7 @@ import pytest
 from pgsearch.cli import main
 from pgsearch.types import SessionMatch
 from tests.conftest import EXAMPLES, Databases
-from tests.helpers import check_example, doc_examples
+from tests.helpers import WRITE_EXAMPLES, check_example, doc_examples
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -145,15 +145,23 @@ def test_readme_flow_migrate_ingest_search(empty_dsn: str, tmp_path: Path) -> No
     ) in out
 
     out = ok(pgsearch("search", "advisory lock", "-w", "demo", dsn=empty_dsn, cwd=tmp_path))
-    first = out.splitlines()[0]
-    assert first.startswith("1. session=cron-refactor seq=")
+    first, excerpt = out.splitlines()[:2]
+    # One header line per hit (rank, title, session and seq, kind, time, score), then
+    # the excerpt indented.
+    header = re.fullmatch(
+        r'1\. "Cron refactor" cron-refactor #(\d+) · user · '
+        r"\d{4}-\d\d-\d\d \d\d:\d\d UTC · score \d+\.\d{3}",
+        first,
+    )
+    assert header is not None, first
+    assert excerpt.startswith("   ") and "advisory lock" in excerpt
     # Not a terminal: plain text, no marks of any kind.
     assert "Use a database advisory lock" in out and "**" not in out and "\x1b" not in out
     assert "entries searched" in out
     hint = re.search(r"open a window: pgsearch around -w demo --session (\S+) --seq (\d+)", out)
     assert hint is not None
     assert hint.group(1) == "cron-refactor"
-    assert f"seq={hint.group(2)} " in first
+    assert hint.group(2) == header.group(1)
 
 
 @pytest.mark.parametrize(
@@ -479,7 +487,7 @@ def test_search_json_names_the_parent_of_a_sub_agent_session(dsn: str) -> None:
     assert parents[f"{main}/agent-a3f9c21"] == main
     assert parents[main] is None
     text = ok(pgsearch("search", "onQueryChange", "-w", "w1", dsn=dsn))
-    assert f"session={main}/agent-a3f9c21 parent={main} seq=" in text
+    assert re.search(rf"^\d+\. {main}/agent-a3f9c21 #\d+ \(in {main}\) · ", text, re.M), text
 
 
 # -- the README's JSON examples -----------------------------------------------------------
@@ -493,6 +501,22 @@ def test_json_examples_of_commands_are_a_real_runs_output(shared: str, doc: str)
         assert argv[0] == "pgsearch", command
         actual = json.loads(ok(pgsearch(*argv[1:], dsn=shared)))
         check_example(path, command, actual, volatile=("next_cursor",))
+
+
+def test_the_text_example_of_search_is_a_real_runs_output(shared: str) -> None:
+    """docs/search.md shows the text layout of hits as a real run prints it (rewritten
+    with PGSEARCH_WRITE_EXAMPLES=1)."""
+    path = REPO / "docs" / "search.md"
+    text = path.read_text()
+    found = re.search(r"<!-- text output of: (.+?) -->\n```text\n(.*?)```", text, re.S)
+    assert found is not None, f"{path} has no text example"
+    argv = shlex.split(found.group(1))
+    assert argv[0] == "pgsearch", found.group(1)
+    actual = ok(pgsearch(*argv[1:], dsn=shared))
+    if WRITE_EXAMPLES:
+        path.write_text(text[: found.start(2)] + actual + text[found.end(2) :])
+        return
+    assert found.group(2) == actual, f"{path.name}: the text example differs from a real run"
 
 
 def test_search_on_a_terminal_shows_matches_in_colour(shared: str) -> None:
@@ -534,12 +558,22 @@ def test_search_on_a_terminal_shows_matches_in_colour(shared: str) -> None:
     assert proc.returncode == 0, out
     assert "\x1b[1;33madvisory\x1b[0m \x1b[1;33mlock\x1b[0m" in out
     assert "**" not in out
+    # The header: rank and title bold, where and when dim.
+    assert out.startswith('\x1b[1m1. "Cron refactor" \x1b[0m\x1b[2mcron-refactor #'), out
+    assert " · user · \x1b[2m" in out.splitlines()[0]
 
 
 def test_browsing_says_newest_entries_and_shows_no_scores(shared: str) -> None:
     out = ok(pgsearch("search", "", "-w", "demo", "--limit", "3", dsn=shared))
     assert out.startswith("newest entries:")
     assert "score" not in out
+    hits = out.splitlines()[1:7]
+    for rank, (header, excerpt) in enumerate(zip(hits[::2], hits[1::2], strict=True), 1):
+        assert re.fullmatch(
+            rf"{rank}\. (\"[^\"]+\" )?\S+ #\d+ · [a-z ]+(\S+)? · \d{{4}}-\d\d-\d\d \d\d:\d\d UTC",
+            header,
+        ), header
+        assert excerpt.startswith("   ") and excerpt.strip(), excerpt
     assert "3 entries, 17 entries searched" in out
 
 
@@ -570,7 +604,7 @@ def test_the_workspace_comes_from_the_environment_or_the_config_file(
     shared: str, tmp_path: Path
 ) -> None:
     out = ok(pgsearch("search", "advisory lock", dsn=shared, env={"PGSEARCH_WORKSPACE": "demo"}))
-    assert out.startswith("1. session=cron-refactor")
+    assert out.startswith('1. "Cron refactor" cron-refactor #')
     config = tmp_path / "config.toml"
     config.write_text('workspace = "demo"\n')
     out = ok(pgsearch("sessions", dsn=shared, env={"PGSEARCH_CONFIG": str(config)}))

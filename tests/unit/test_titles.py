@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pgsearch.titles import MAX_TITLE_CHARS, prompt_title
+from pgsearch.titles import MAX_TITLE_CHARS, clean_prompt, prompt_title
 
 
 def test_the_first_prompt_is_the_title() -> None:
@@ -31,3 +31,19 @@ def test_a_long_prompt_is_cut_on_a_word() -> None:
 def test_no_prompt_no_title() -> None:
     assert prompt_title(None) is None
     assert prompt_title(["<system-reminder>only noise</system-reminder>"]) is None
+
+
+def test_markdown_marks_are_taken_out() -> None:
+    prompt = (
+        "# Plan for the migration\n"
+        "Check the **migration** with `alembic upgrade head`, see [the docs](https://x.org/d)\n"
+        "- keep `advisory_lock` and *this*"
+    )
+    assert clean_prompt(prompt) == (
+        "Plan for the migration Check the migration with alembic upgrade head, "
+        "see the docs keep advisory_lock and *this*"
+    )
+    assert prompt_title(["```sh\nmake test\n```\n> why does __init__.py fail?"]) == (
+        "make test why does __init__.py fail?"
+    )
+    assert prompt_title(["**`**`**"]) is None
