@@ -495,7 +495,7 @@ with PgSearch.connect() as pg:
 async def main() -> None:
     pg = await AsyncPgSearch.connect()
     try:
-        hits = await pg.provider(workspace="demo").search(SessionQueryRequest(query="advisory"))
+        hits = await pg.provider(workspace="demo").search(SessionQueryRequest(query="catalogue"))
         print("async", hits.matches[0].session_id)
     finally:
         await pg.close()
@@ -517,7 +517,7 @@ def test_the_library_finds_the_clis_private_server(home: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:2] == ["sync pokemon-i18n", "async cron-refactor"]
+    assert done.stdout.split("\n")[:2] == ["sync cron-refactor", "async pokemon-i18n"]
     state = status(home)
     assert not state["running"] and state["users"] == []
 

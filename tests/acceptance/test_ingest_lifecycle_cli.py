@@ -81,5 +81,9 @@ def test_relocate_then_ingest_the_new_place(pg: PgSearch, dsn: str, tmp_path: Pa
     assert _counts(pg) == {"s": 1}
     window = pg.session_messages(workspace="w", session_id="s")
     assert [m.content for m in window.messages] == ["edited after the move"]
-    missing = pgsearch("ingest", "-w", "w", dsn=dsn)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    unset = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "XDG_DATA_HOME")
+    env = {"HOME": str(bare), **dict.fromkeys(unset, "")}
+    missing = pgsearch("ingest", "-w", "w", dsn=dsn, env=env)
     assert missing.returncode == 1 and "give the session files" in missing.stderr

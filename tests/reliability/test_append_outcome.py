@@ -34,7 +34,11 @@ class CommitCutter:
 
     def __init__(self, dsn: str) -> None:
         params = conninfo_to_dict(dsn)
-        self.upstream = (str(params.get("host") or "127.0.0.1"), int(params.get("port") or 5432))
+        host, port = str(params.get("host") or "127.0.0.1"), int(params.get("port") or 5432)
+        # A host that is a directory names the server's Unix socket (an embedded server).
+        self.upstream: str | tuple[str, int] = (
+            f"{host}/.s.PGSQL.{port}" if host.startswith("/") else (host, port)
+        )
         self.listener = socket.create_server(("127.0.0.1", 0))
         params.update(host="127.0.0.1", port=str(self.listener.getsockname()[1]))
         self.dsn = make_conninfo(**params)
@@ -55,10 +59,25 @@ class CommitCutter:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            server = socket.create_connection(self.upstream)
+            try:
+                server = self._connect()
+            except OSError:
+                client.close()
+                continue
             pair = (client, server)
             threading.Thread(target=self._pump, args=(client, server, pair, False)).start()
             threading.Thread(target=self._pump, args=(server, client, pair, True)).start()
+
+    def _connect(self) -> socket.socket:
+        if isinstance(self.upstream, str):
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                server.connect(self.upstream)
+            except OSError:
+                server.close()
+                raise
+            return server
+        return socket.create_connection(self.upstream)
 
     def _pump(
         self, src: socket.socket, dst: socket.socket, pair: tuple[socket.socket, ...], answers: bool
