@@ -92,9 +92,6 @@ class FieldRow:
     #: Query terms found in the title, and in the summary.
     in_title: frozenset[str] = field(default=frozenset())
     in_summary: frozenset[str] = field(default=frozenset())
-    #: The entry a hit on this session alone points at: its latest summary entry,
-    #: else its first entry (where it is; no text). None for a session without entries.
-    anchor: StoredMessage | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -47,6 +47,7 @@ from pgsearch.plan import (
     direct_fields_hold,
     field_hits,
     fuzzy_targets,
+    orphan_hits,
     parse_query,
     plan_candidates,
     plan_fields,
@@ -290,9 +291,11 @@ class SearchEngine:
         fields: dict[str, FieldHit] = {}
         if field_plan is not None:
             fields = field_hits(field_rows, plan.groups, stats, alone=field_plan.alone)
-        # Where a session found only by its title or summary is shown: read with its
-        # field row (`score_candidates` uses it only for such sessions).
-        anchors = {row.session_id: row.anchor for row in field_rows if row.anchor is not None}
+        orphans = orphan_hits(candidates, fields)
+        anchors: dict[str, StoredMessage] = {}
+        if orphans:
+            rows = yield from fetch(reads.session_anchors(ws, orphans))
+            anchors = {m.session_id: m for m in rows}
         scored = score_candidates(
             candidates, plan.groups, stats, fields, anchors, Evidence.from_settings(settings)
         )

@@ -588,43 +588,24 @@ SELECT coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0),
 FROM workspace_stats WHERE workspace_id = %(ws)s
 """
 
-# The entry a title/summary-only hit points at, read with the session's match: its
-# latest summary entry, else its first entry (where it is, not its text). Two probes
-# of the primary key; the first that finds a row ends the read.
-_FIELD_ANCHOR: LiteralString = """
-LEFT JOIN LATERAL (
-  (SELECT a.seq, a.entry_id, a.kind, a.role, a.turn, a.tool_name, a.created_at
-   FROM messages a
-   WHERE a.workspace_id = %(ws)s AND a.session_id = s.session_id AND a.kind = 'summary'
-   ORDER BY a.seq DESC LIMIT 1)
-  UNION ALL
-  (SELECT a.seq, a.entry_id, a.kind, a.role, a.turn, a.tool_name, a.created_at
-   FROM messages a
-   WHERE a.workspace_id = %(ws)s AND a.session_id = s.session_id
-   ORDER BY a.seq LIMIT 1)
-  LIMIT 1) AS anchor ON true
-"""
-
-#: A field match's columns: the session, its field length, its query terms, and the
-#: entry `_FIELD_ANCHOR` reads.
-_FIELD_COLUMNS: LiteralString = """
+SESSION_FIELD_MATCHES = """
 SELECT s.session_id, s.field_len,
        (SELECT array_agg(u.lexeme || ' ' || array_length(u.positions, 1) || ' '
                          || array_to_string(u.weights, ''))
-        FROM unnest(s.tsv) AS u WHERE u.lexeme = ANY(%(terms)s::text[])) AS tfs,
-       anchor.seq, anchor.entry_id, anchor.kind, anchor.role, anchor.turn,
-       anchor.tool_name, anchor.created_at
+        FROM unnest(s.tsv) AS u WHERE u.lexeme = ANY(%(terms)s::text[])) AS tfs
+FROM sessions s
+WHERE s.workspace_id = %(ws)s AND s.tsv @@ %(tsq)s::tsquery
+LIMIT %(cap)s
 """
 
-SESSION_FIELD_MATCHES: LiteralString = (
-    _FIELD_COLUMNS + "FROM (SELECT * FROM sessions s "
-    "WHERE s.workspace_id = %(ws)s AND s.tsv @@ %(tsq)s::tsquery LIMIT %(cap)s) s" + _FIELD_ANCHOR
-)
-
-SESSION_FIELD_MATCHES_ONE: LiteralString = (
-    _FIELD_COLUMNS + "FROM (SELECT * FROM sessions s WHERE s.workspace_id = %(ws)s "
-    "AND s.session_id = %(session_id)s AND s.tsv @@ %(tsq)s::tsquery) s" + _FIELD_ANCHOR
-)
+SESSION_FIELD_MATCHES_ONE = """
+SELECT s.session_id, s.field_len,
+       (SELECT array_agg(u.lexeme || ' ' || array_length(u.positions, 1) || ' '
+                         || array_to_string(u.weights, ''))
+        FROM unnest(s.tsv) AS u WHERE u.lexeme = ANY(%(terms)s::text[])) AS tfs
+FROM sessions s
+WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s AND s.tsv @@ %(tsq)s::tsquery
+"""
 
 
 # The entries of a page, each field read only as far as an excerpt can use it
@@ -640,6 +621,18 @@ JOIN unnest(%(sids)s::text[], %(seqs)s::int[]) AS k(session_id, seq)
 LEFT JOIN sessions s ON s.workspace_id = m.workspace_id AND s.session_id = m.session_id
 """
 
+
+# The entry a title/summary-only hit points at: the session's latest summary entry
+# for a summary match, else its first entry (where it is, not its text).
+SESSION_ANCHOR_ENTRY = """
+SELECT DISTINCT ON (m.session_id) m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn,
+       m.tool_name, m.created_at, '' AS content, '' AS arguments
+FROM messages m
+WHERE m.workspace_id = %(ws)s AND m.session_id = ANY(%(sids)s::text[])
+ORDER BY m.session_id,
+         (m.kind = 'summary' AND m.session_id = ANY(%(summary_sids)s::text[])) DESC,
+         CASE WHEN m.kind = 'summary' THEN -m.seq ELSE m.seq END
+"""
 
 WINDOW_BEFORE = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
@@ -871,7 +864,7 @@ def direct_fields_sql(
     holds a word not common among them (`plan.plan_fields`), at most ``cap + 1`` (more
     than `cap`: the engine reads the titles again with the statement of its plan)."""
     sql: LiteralString = (
-        _DIRECT_TERMS + _DIRECT_FIELD_STOP + ", f AS (SELECT s.session_id, s.field_len, "
+        _DIRECT_TERMS + _DIRECT_FIELD_STOP + "SELECT s.session_id, s.field_len, "
         "(SELECT array_agg(x.lexeme || ' ' || array_length(x.positions, 1) || ' ' "
         "|| array_to_string(x.weights, '')) FROM unnest(s.tsv) AS x "
         "WHERE x.lexeme = ANY(ARRAY(SELECT e.term FROM e))) AS tfs "
@@ -891,9 +884,7 @@ def direct_fields_sql(
         params["session_id"] = session_id
     sql += (
         "AND s.tsv @@ (SELECT string_agg(e.quoted, ' | ')::tsquery FROM e JOIN g ON g.i = e.i "
-        "WHERE g.sf < (SELECT t.df FROM t)) LIMIT %(cap)s) "
-        "SELECT s.session_id, s.field_len, s.tfs, anchor.seq, anchor.entry_id, anchor.kind, "
-        "anchor.role, anchor.turn, anchor.tool_name, anchor.created_at FROM f s" + _FIELD_ANCHOR
+        "WHERE g.sf < (SELECT t.df FROM t)) LIMIT %(cap)s"
     )
     return sql, params
 

@@ -10,7 +10,7 @@ SQL); nothing outside `db/` sees a positional result row.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from pgsearch.cursor import BrowsePosition
@@ -18,7 +18,7 @@ from pgsearch.db import queries as q
 from pgsearch.db.work import Statement, Step, Work
 from pgsearch.deadline import Deadline
 from pgsearch.errors import StoreError
-from pgsearch.plan import CandidatePlan, FieldPlan, Filters, VocabularyLookup
+from pgsearch.plan import CandidatePlan, FieldHit, FieldPlan, Filters, VocabularyLookup
 from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "page_messages",
     "parse_tf",
     "search_stats",
+    "session_anchors",
     "session_fields",
     "session_spread",
     "within",
@@ -155,7 +156,7 @@ def session_spread(filters: Filters, plan: CandidatePlan, *, scan: int) -> State
 
 
 def _field_row(row: Sequence[Any]) -> FieldRow:
-    sid, field_len, entries, seq, entry_id, kind, role, turn, tool_name, created_at = row
+    sid, field_len, entries = row
     # "term count weights": weight A marks title positions, B summary ones.
     tfs: dict[str, int] = {}
     in_title: set[str] = set()
@@ -173,20 +174,6 @@ def _field_row(row: Sequence[Any]) -> FieldRow:
         tfs=tfs,
         in_title=frozenset(in_title),
         in_summary=frozenset(in_summary),
-        anchor=None
-        if seq is None
-        else StoredMessage(
-            session_id=sid,
-            seq=seq,
-            entry_id=entry_id,
-            kind=kind,
-            role=role,
-            turn=turn,
-            tool_name=tool_name,
-            created_at=created_at,
-            content="",
-            arguments="",
-        ),
     )
 
 
@@ -222,6 +209,20 @@ def _stored_message(row: Sequence[Any]) -> StoredMessage:
         title=title,
         summary=summary,
         parent_session_id=parent,
+    )
+
+
+def session_anchors(workspace: str, hits: Mapping[str, FieldHit]) -> Statement[StoredMessage]:
+    """The entry each title/summary-only hit points at (one per session)."""
+    return Statement(
+        "session anchors",
+        q.SESSION_ANCHOR_ENTRY,
+        {
+            "ws": workspace,
+            "sids": list(hits),
+            "summary_sids": [sid for sid, hit in hits.items() if hit.matched_in == "summary"],
+        },
+        _stored_message,
     )
 
 

@@ -226,12 +226,6 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert any("DISTINCT ON (c.session_id)" in text for text in captured), "per-session spread"
     assert any("ORDER BY m.created_at DESC" in text for text in captured)
     assert any("m.seq < %(seq)s" in text for text in captured), "window statements not run"
-    # Title/summary matches with the entry each points at: the direct statement, the
-    # plan's, and the plan's for one session.
-    anchored = [text for text in captured if "AS anchor ON true" in text]
-    assert any("WITH" in t for t in anchored), "direct title statement not run"
-    assert any("LIMIT %(cap)s) s" in t for t in anchored), "planned title statement not run"
-    assert any("s.session_id = %(session_id)s AND s.tsv" in t for t in anchored)
     bad: list[str] = []
     with psycopg.connect(big_dsn) as conn, conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")
