@@ -258,10 +258,10 @@ def test_users_leaving_while_others_arrive_never_break_a_command(home: Path) -> 
                     env=env_for(home),
                 )
             )
-        for proc in procs:
-            out, err = proc.communicate(timeout=300)
+        answers = [(proc, *proc.communicate(timeout=300)) for proc in procs]
+        for proc, out, err in answers:
             assert proc.returncode == 0, err
-            assert out.startswith("1. session=cron-refactor")
+            assert out.startswith('1. "Cron refactor" cron-refactor #')
     state = status(home)
     assert not state["running"] and state["users"] == []
 
