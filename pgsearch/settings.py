@@ -187,22 +187,18 @@ class Settings:
                     values[name] = int(env[var])
                 except ValueError:
                     raise ConfigError(f"{var} must be an integer, got {env[var]!r}") from None
-        if "PGSEARCH_POOL_TIMEOUT" in env:
-            try:
-                values["pool_timeout"] = float(env["PGSEARCH_POOL_TIMEOUT"])
-            except ValueError:
-                raise ConfigError(
-                    f"PGSEARCH_POOL_TIMEOUT must be a number of seconds, "
-                    f"got {env['PGSEARCH_POOL_TIMEOUT']!r}"
-                ) from None
-        if "PGSEARCH_RETRY_SECONDS" in env:
-            try:
-                values["retry_seconds"] = float(env["PGSEARCH_RETRY_SECONDS"])
-            except ValueError:
-                raise ConfigError(
-                    f"PGSEARCH_RETRY_SECONDS must be a number of seconds, "
-                    f"got {env['PGSEARCH_RETRY_SECONDS']!r}"
-                ) from None
+        seconds = {
+            "pool_timeout": "PGSEARCH_POOL_TIMEOUT",
+            "retry_seconds": "PGSEARCH_RETRY_SECONDS",
+        }
+        for name, var in seconds.items():
+            if var in env:
+                try:
+                    values[name] = float(env[var])
+                except ValueError:
+                    raise ConfigError(
+                        f"{var} must be a number of seconds, got {env[var]!r}"
+                    ) from None
         if "PGSEARCH_READ_DSN" in env:
             values["read_dsns"] = parse_read_dsns(env["PGSEARCH_READ_DSN"])
         if "PGSEARCH_INDEX" in env:
