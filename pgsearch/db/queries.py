@@ -566,16 +566,19 @@ WITH q AS MATERIALIZED (
            OR %(realword)s::float8 > 0
               AND (f.df + f.sf)::float8 >= %(realword)s::float8 * w.found)
 ), typo AS (
-    SELECT vr.i, vr.term, row_number() OVER (
-               PARTITION BY vr.i ORDER BY d.d, vr.df + vr.sf DESC, vr.term COLLATE "C") AS rank
-    FROM vr JOIN w ON w.i = vr.i
-    CROSS JOIN LATERAL (
-        SELECT CASE WHEN length(w.word) > 255 OR length(vr.term) > 255
+    SELECT t.i, t.term, row_number() OVER (
+               PARTITION BY t.i ORDER BY t.d, t.df + t.sf DESC, t.term COLLATE "C") AS rank
+    FROM (
+        SELECT vr.i, vr.term, vr.df, vr.sf, w.allowed,
+               CASE WHEN length(w.word) > 255 OR length(vr.term) > 255
                          OR %(osa)s AND vr.lev > 1
                     THEN pgsearch_edit_distance(w.word, vr.term, w.allowed, %(osa)s)
                     ELSE vr.lev END AS d
-    ) d
-    WHERE vr.how = 'fuzzy' AND d.d <= w.allowed
+        FROM vr JOIN w ON w.i = vr.i
+        WHERE vr.how = 'fuzzy'
+        OFFSET 0  -- each distance once
+    ) t
+    WHERE t.d <= t.allowed
 ), e AS MATERIALIZED (
     SELECT DISTINCT ON (vr.i, vr.term) vr.i, vr.term, vr.df, vr.sf,
            '''' || replace(replace(vr.term, '''', ''''''), E'\\', E'\\\\') || '''' AS quoted
