@@ -2,9 +2,10 @@
 
 The engine reads, in the statement that reads the vocabulary, the candidates and
 title matches of the plan the server makes with the expansions it chose (prefix and
-typo ones too); it keeps them only when its own expansions and plan are those. Searches with and without those early
-reads return identical results (every strategy, filters, pages), and a typical
-search takes two network round trips in all (``BEGIN`` to ``COMMIT``).
+typo ones too); it keeps them only when its own expansions and plan are those.
+Searches with and without those early reads return identical results (every
+strategy, filters, pages), and a typical search, typos included, takes two network
+round trips in all (``BEGIN`` to ``COMMIT``).
 """
 
 from __future__ import annotations
