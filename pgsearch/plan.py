@@ -513,7 +513,7 @@ def direct_candidates_hold(
     """Whether the direct candidate rows (`rows_read` of them) are exactly those the
     plan's candidate statement returns.
 
-    The direct read (`pgsearch.db.queries._DIRECT_TERMS`) chooses each word's
+    The direct read (`pgsearch.db.queries._direct_terms`) chooses each word's
     expansions on the server (`chosen`; see `same_expansions`), and holds only when
     they are the groups'. It (`_DIRECT_UNITS`) makes `plan_candidates`' choice
     from the same vocabulary rows, and reads only when every

@@ -521,7 +521,7 @@ CROSS JOIN LATERAL (
 # statement that returns the vocabulary rows; the engine keeps their rows only when
 # its own expansions are those `e` chose and its plan is the one the server made
 # (`pgsearch.plan.direct_candidates_hold`).
-_DIRECT_TERMS: LiteralString = r"""
+_DIRECT_WORDS: LiteralString = r"""
 WITH q AS MATERIALIZED (
     SELECT * FROM unnest(%(words)s::text[], %(stems)s::text[], %(prefix)s::bool[],
                          %(shaped)s::bool[], %(allowed)s::int[])
@@ -537,7 +537,8 @@ WITH q AS MATERIALIZED (
                AS found
     FROM q
 ), vr AS MATERIALIZED (
-    SELECT * FROM x
+    SELECT * FROM x"""
+_DIRECT_PREFIX: LiteralString = r"""
     UNION ALL
     SELECT w.i, p.term, p.df, p.sf, 'prefix', 0
     FROM w CROSS JOIN LATERAL (
@@ -545,7 +546,8 @@ WITH q AS MATERIALIZED (
         WHERE v.workspace_id = %(ws)s AND v.term > w.word AND v.term < w.word || chr(1114111)
         ORDER BY v.df DESC LIMIT %(prefix_limit)s
     ) p
-    WHERE w.prefix AND w.found < %(trusted)s
+    WHERE w.prefix AND w.found < %(trusted)s"""
+_DIRECT_TYPOS: LiteralString = r"""
     UNION ALL
     SELECT w.i, f.term, f.df, f.sf, 'fuzzy', f.lev
     FROM w CROSS JOIN LATERAL (
@@ -578,17 +580,36 @@ WITH q AS MATERIALIZED (
         WHERE vr.how = 'fuzzy'
         OFFSET 0  -- each distance once
     ) t
-    WHERE t.d <= t.allowed
+    WHERE t.d <= t.allowed"""
+_DIRECT_CHOSEN: LiteralString = r"""
 ), e AS MATERIALIZED (
     SELECT DISTINCT ON (vr.i, vr.term) vr.i, vr.term, vr.df, vr.sf,
            '''' || replace(replace(vr.term, '''', ''''''), E'\\', E'\\\\') || '''' AS quoted
-    FROM vr LEFT JOIN typo ON typo.i = vr.i AND typo.term = vr.term
-    WHERE vr.how <> 'fuzzy' OR typo.rank <= %(max_expansions)s
+    FROM vr"""
+_DIRECT_CHOSEN_TYPOS: LiteralString = """
+    LEFT JOIN typo ON typo.i = vr.i AND typo.term = vr.term
+    WHERE vr.how <> 'fuzzy' OR typo.rank <= %(max_expansions)s"""
+_DIRECT_GROUPS: LiteralString = """
 ), g AS (
     SELECT e.i, sum(e.df) AS df, max(e.sf) AS sf,
            '(' || string_agg(e.quoted, ' | ') || ')' AS tsq
     FROM e GROUP BY e.i
 )"""
+
+
+def _direct_terms(*, prefix: bool, typos: bool) -> LiteralString:
+    """`_DIRECT_WORDS` to `_DIRECT_GROUPS`, with the prefix and typo reads only when a
+    word's shape allows them (a statement without them is quicker to plan)."""
+    sql = _DIRECT_WORDS
+    if prefix:
+        sql += _DIRECT_PREFIX
+    if typos:
+        sql += _DIRECT_TYPOS
+    sql += _DIRECT_CHOSEN
+    if typos:
+        sql += _DIRECT_CHOSEN_TYPOS
+    return sql + _DIRECT_GROUPS
+
 
 # The candidate read of the direct plan, as `plan.plan_candidates` decides it from
 # the units (`u`: complete when each of its words has a term), the df from which a
@@ -885,7 +906,7 @@ def direct_search_sql(
     titles: bool,
 ) -> tuple[LiteralString, dict[str, Any]]:
     """The vocabulary rows of the query words with the direct plan's reads, in one
-    statement (`_DIRECT_TERMS`, `_DIRECT_UNITS`): each row is tagged ``v`` (a
+    statement (`_direct_terms`, `_DIRECT_UNITS`): each row is tagged ``v`` (a
     vocabulary row, and whether the server chose it as an expansion), ``c`` (a
     candidate, as `candidates_sql` reads it) or, with `titles`, ``f`` (a session whose
     title or summary holds a word not common among them, as `SESSION_FIELD_MATCHES`
@@ -895,7 +916,7 @@ def direct_search_sql(
     (``prefix_limit``, ``fuzzy_limit``, ``trusted``, ``below``, ``realword``,
     ``max_expansions``, ``osa``)."""
     sql: LiteralString = (
-        _DIRECT_TERMS
+        _direct_terms(prefix=any(prefix), typos=any(shaped))
         + _DIRECT_UNITS
         + (_DIRECT_FIELD_STOP if titles else "")
         + "SELECT 'v' AS tag, vr.i, vr.term, vr.df, vr.sf, vr.how,"
