@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from pgsearch.policy import scrub_secrets
+
 #: How long a title made from a prompt may be, in characters (an ellipsis added).
 MAX_TITLE_CHARS = 80
 #: How much of a prompt is read to title it, in characters: room for the blocks an
@@ -70,8 +72,11 @@ def cut(text: str, max_chars: int = MAX_TITLE_CHARS) -> str:
 
 
 def title_of(prompt: str) -> str | None:
-    """The title `prompt` gives its session, None when it does not read as one."""
-    text = clean_prompt(prompt[:PROMPT_CHARS])
+    """The title `prompt` gives its session, None when it does not read as one.
+
+    Secrets are scrubbed before the cut, which could leave too little of one to be
+    recognised (titles are scrubbed again when shown)."""
+    text = clean_prompt(scrub_secrets(prompt[:PROMPT_CHARS]))
     return cut(text) if text else None
 
 
