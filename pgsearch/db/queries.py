@@ -273,6 +273,96 @@ END""",
     "ANALYZE messages, vocabulary, sessions",
 )
 
+# --- impact-ordered term lists (`pgsearch.impact`) ----------------------------------
+
+# The watermark of a rebuild: once no transaction still writes messages (the SHARE
+# lock waits for those that do, and holds new ones back only while it is waited for),
+# every ingest_seq handed out so far belongs to a finished transaction, so a build
+# that starts afterwards sees every message up to the sequence's newest value; what
+# comes later is the tail. The lock is on the table, across workspaces (on Citus on
+# every shard): a statement of no workspace, in a transaction of its own.
+LISTS_WAIT_WRITERS = "LOCK TABLE messages IN SHARE MODE"
+LISTS_WATERMARK = "SELECT pgsearch_ingest_watermark()"
+
+# One builder of a workspace's lists at a time (taken in the build's transaction).
+LISTS_BUILD_LOCK = (
+    "SELECT pg_advisory_xact_lock(hashtextextended('pgsearch term lists ' || %(ws)s, 0))"
+)
+LISTS_CLEAR: tuple[LiteralString, ...] = (
+    "DELETE FROM term_lists WHERE workspace_id = %(ws)s",
+    "DELETE FROM term_list_heads WHERE workspace_id = %(ws)s",
+)
+
+# Every posting of each term found in at least %(min_df)s messages, ranked by its
+# BM25 term impact tf / (tf + k1 (1 - b + b len / avgdl)) under today's average
+# length; the best %(max_postings)s are kept, in chunks of %(chunk)s keys, and the
+# head row keeps each chunk's largest impact and that of the best posting left out.
+LISTS_BUILD = """
+WITH st AS (
+    SELECT coalesce(sum(total_len) FILTER (WHERE kind <> %(fields)s), 0)::float8
+           / greatest(coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0), 1) AS avgdl
+    FROM workspace_stats WHERE workspace_id = %(ws)s
+), terms AS (
+    SELECT v.term, v.df FROM vocabulary v
+    WHERE v.workspace_id = %(ws)s AND v.df >= %(min_df)s
+), ranked AS (
+    SELECT p.term, p.session_id, p.seq, p.impact,
+           row_number() OVER (PARTITION BY p.term
+                              ORDER BY p.impact DESC, p.session_id, p.seq) AS rn
+    FROM (
+        SELECT u.lexeme AS term, m.session_id, m.seq,
+               coalesce(array_length(u.positions, 1), 1)::float8
+               / (coalesce(array_length(u.positions, 1), 1)
+                  + %(k1)s * (1 - %(b)s + %(b)s * m.token_count
+                              / greatest((SELECT st.avgdl FROM st), 1e-9))) AS impact
+        FROM messages m CROSS JOIN LATERAL unnest(m.tsv) AS u
+        WHERE m.workspace_id = %(ws)s
+          AND u.lexeme = ANY(ARRAY(SELECT t.term FROM terms t))
+    ) p
+), kept AS (
+    SELECT * FROM ranked WHERE rn <= %(max_postings)s + 1
+), chunks AS (
+    INSERT INTO term_lists (workspace_id, term, chunk, session_ids, seqs)
+    SELECT %(ws)s, k.term, (k.rn - 1) / %(chunk)s,
+           array_agg(k.session_id ORDER BY k.rn), array_agg(k.seq ORDER BY k.rn)
+    FROM kept k WHERE k.rn <= %(max_postings)s
+    GROUP BY k.term, (k.rn - 1) / %(chunk)s
+    RETURNING 1
+)
+INSERT INTO term_list_heads (workspace_id, term, df, chunk_max, theta)
+SELECT %(ws)s, k.term, (SELECT t.df FROM terms t WHERE t.term = k.term),
+       array_agg(k.impact ORDER BY k.rn)
+           FILTER (WHERE k.rn <= %(max_postings)s AND (k.rn - 1) %% %(chunk)s = 0),
+       coalesce(max(k.impact) FILTER (WHERE k.rn > %(max_postings)s), 0)
+FROM kept k
+GROUP BY k.term
+"""
+
+LISTS_STATE = """
+INSERT INTO term_list_state (workspace_id, watermark, avg_len, n_indexed, built_at)
+SELECT %(ws)s, %(watermark)s,
+       coalesce(sum(total_len) FILTER (WHERE kind <> %(fields)s), 0)::float8
+       / greatest(coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0), 1),
+       coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0), now()
+FROM workspace_stats WHERE workspace_id = %(ws)s
+ON CONFLICT (workspace_id) DO UPDATE SET watermark = excluded.watermark,
+    avg_len = excluded.avg_len, n_indexed = excluded.n_indexed, built_at = excluded.built_at
+RETURNING avg_len, n_indexed
+"""
+
+# Whether the workspace's lists were built, when, and how many messages are newer
+# than their watermark (counted up to %(limit)s + 1 on the ingest_seq index).
+LISTS_LAG = """
+SELECT (SELECT s.built_at FROM term_list_state s WHERE s.workspace_id = %(ws)s),
+       (SELECT count(*) FROM (
+            SELECT 1 FROM messages m
+            WHERE m.workspace_id = %(ws)s
+              AND m.ingest_seq > coalesce((SELECT s.watermark FROM term_list_state s
+                                           WHERE s.workspace_id = %(ws)s), 0)
+            LIMIT %(limit)s) AS t),
+       (SELECT count(*) FROM term_list_heads h WHERE h.workspace_id = %(ws)s)
+"""
+
 # --- forget -------------------------------------------------------------------------
 
 DELETE_SESSION_MESSAGES = """
@@ -367,6 +457,9 @@ FORGET_WORKSPACE: tuple[LiteralString, ...] = (
     "DELETE FROM ingested_files WHERE workspace_id = %(ws)s",
     "DELETE FROM leaf_titles WHERE workspace_id = %(ws)s",
     "DELETE FROM forgotten_sessions WHERE workspace_id = %(ws)s",
+    "DELETE FROM term_lists WHERE workspace_id = %(ws)s",
+    "DELETE FROM term_list_heads WHERE workspace_id = %(ws)s",
+    "DELETE FROM term_list_state WHERE workspace_id = %(ws)s",
 )
 
 # The calls an appended tool result answers, when they came in an earlier append:
@@ -418,6 +511,9 @@ TENANT_TABLES = (
     "ingested_files",
     "leaf_titles",
     "forgotten_sessions",
+    "term_lists",
+    "term_list_heads",
+    "term_list_state",
 )
 
 TABLE_SIZES = """

@@ -429,3 +429,44 @@ def test_ingest_lifecycle_statements_use_an_index(big_dsn: str) -> None:
         ).fetchall()
         assert names, "the fixture's tool calls keep their ids"
     assert bad == []
+
+
+def test_term_list_statements_use_an_index(big_dsn: str) -> None:
+    """The compaction's statements read one workspace's messages through its indexes:
+    the lag on ``messages_ingest_seq_idx``, the build by the
+    workspace's keys (it reads every message of the workspace, once)."""
+    from pgsearch import impact
+    from pgsearch.db import queries as q
+    from pgsearch.ranking import K1, B
+
+    ws = "ws-a"
+    params = {
+        "ws": ws,
+        "fields": q.FIELDS_STAT,
+        "min_df": impact.MIN_DF,
+        "max_postings": impact.MAX_POSTINGS,
+        "chunk": impact.CHUNK,
+        "k1": K1,
+        "b": B,
+        "watermark": 0,
+        "limit": 1000,
+    }
+    with psycopg.connect(big_dsn) as conn, conn.transaction(force_rollback=True):
+        (built,) = conn.execute(
+            "SELECT count(*) FROM term_list_heads WHERE workspace_id = %s", (ws,)
+        ).fetchone() or (0,)
+        assert built > 0  # ingest built them
+        conn.execute("SET LOCAL enable_seqscan = off")
+        bad = []
+        for name, statement in {
+            "lag": q.LISTS_LAG,
+            "build": q.LISTS_BUILD,
+            "state": q.LISTS_STATE,
+        }.items():
+            plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
+            assert plan is not None
+            if _seq_scans(plan[0]) or "Seq Scan on messages" in json.dumps(plan[0]):
+                bad.append(name)
+            if name == "lag":
+                assert "messages_ingest_seq_idx" in json.dumps(plan[0]), name
+    assert bad == []
