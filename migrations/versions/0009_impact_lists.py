@@ -12,7 +12,8 @@
 - ``term_list_heads``: per listed term, its document frequency when built, the
   largest impact of each chunk and of the postings left out (``theta``).
 - ``term_list_state``: per workspace, the newest ``ingest_seq`` the lists fold in
-  (the watermark) and the average length they were ordered with.
+  (the watermark), the average length they were ordered with, and the speaker
+  names of its messages (a query word naming one scores without being in the text).
 
 All three are tenant tables, distributed by workspace on Citus like the others and
 isolated by the same row level security policy. They are rebuilt whole, one
@@ -94,6 +95,7 @@ def upgrade() -> None:
         sa.Column("watermark", sa.BigInteger(), nullable=False),
         sa.Column("avg_len", sa.Float(), nullable=False),
         sa.Column("n_indexed", sa.BigInteger(), nullable=False),
+        sa.Column("speakers", postgresql.ARRAY(sa.Text()), nullable=False),
         sa.Column("built_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("workspace_id", name="term_list_state_pkey"),
     )

@@ -339,14 +339,19 @@ GROUP BY k.term
 """
 
 LISTS_STATE = """
-INSERT INTO term_list_state (workspace_id, watermark, avg_len, n_indexed, built_at)
+INSERT INTO term_list_state (workspace_id, watermark, avg_len, n_indexed, speakers, built_at)
 SELECT %(ws)s, %(watermark)s,
        coalesce(sum(total_len) FILTER (WHERE kind <> %(fields)s), 0)::float8
        / greatest(coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0), 1),
-       coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0), now()
+       coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0),
+       ARRAY(SELECT DISTINCT m.tool_name FROM messages m
+             WHERE m.workspace_id = %(ws)s AND m.kind = ANY(%(speaker_kinds)s::text[])
+               AND m.tool_name IS NOT NULL),
+       now()
 FROM workspace_stats WHERE workspace_id = %(ws)s
 ON CONFLICT (workspace_id) DO UPDATE SET watermark = excluded.watermark,
-    avg_len = excluded.avg_len, n_indexed = excluded.n_indexed, built_at = excluded.built_at
+    avg_len = excluded.avg_len, n_indexed = excluded.n_indexed, speakers = excluded.speakers,
+    built_at = excluded.built_at
 RETURNING avg_len, n_indexed
 """
 

@@ -270,6 +270,7 @@ term_list_state = Table(
     Column("watermark", BigInteger, nullable=False),
     Column("avg_len", Float, nullable=False),
     Column("n_indexed", BigInteger, nullable=False),
+    Column("speakers", ARRAY(Text), nullable=False),
     Column("built_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint("workspace_id", name="term_list_state_pkey"),
 )

@@ -39,7 +39,7 @@ from pgsearch.db.work import (
 )
 from pgsearch.errors import IngestError, NotFound, StoreError
 from pgsearch.normalize import stem
-from pgsearch.policy import scrub_secrets, split_tool_names
+from pgsearch.policy import ASSISTANT_TEXT, USER_TEXT, scrub_secrets, split_tool_names
 from pgsearch.rows import ApiToken, StoredMessage, TableSize
 from pgsearch.titles import prompt_title
 from pgsearch.types import SessionInfo, WorkspaceStats
@@ -962,6 +962,7 @@ def build_lists(ws: str, watermark: int) -> Work[int]:
         "k1": K1,
         "b": B,
         "watermark": watermark,
+        "speaker_kinds": [USER_TEXT, ASSISTANT_TEXT],
     }
     yield from execute(
         Statement("lists build lock", q.LISTS_BUILD_LOCK, {"ws": ws}),

@@ -450,6 +450,7 @@ def test_term_list_statements_use_an_index(big_dsn: str) -> None:
         "b": B,
         "watermark": 0,
         "limit": 1000,
+        "speaker_kinds": ["user_text", "assistant_text"],
     }
     with psycopg.connect(big_dsn) as conn, conn.transaction(force_rollback=True):
         (built,) = conn.execute(
