@@ -900,6 +900,107 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
     return sql + " LIMIT %(cap)s", params
 
 
+# --- the bounded read of capped plans (`pgsearch.impact`) -----------------------------
+
+#: The state of a workspace's lists and the heads of the query's listed terms: one
+#: row per head (one with no head when none is listed), none before a first build.
+LIST_HEADS = """
+WITH s AS (
+    SELECT s.workspace_id, s.built_at, s.watermark, s.avg_len, s.speakers,
+           (SELECT count(*) FROM (
+                SELECT 1 FROM messages m
+                WHERE m.workspace_id = %(ws)s AND m.ingest_seq > s.watermark
+                LIMIT %(limit)s) AS t) AS behind
+    FROM term_list_state s WHERE s.workspace_id = %(ws)s
+)
+SELECT s.built_at, s.watermark, s.avg_len, s.speakers, s.behind,
+       h.term, h.df, h.chunk_max, h.theta
+FROM s LEFT JOIN term_list_heads h
+    ON h.workspace_id = %(ws)s AND h.term = ANY(%(terms)s::text[])
+"""
+
+LISTS_BUILT_AT = "SELECT s.built_at FROM term_list_state s WHERE s.workspace_id = %(ws)s"
+
+#: The candidate columns over ``messages m``, for statements naming their own FROM.
+#: The plan's match is tested by a call, not the ``@@`` operator, so that the planner
+#: never reads a common word's whole posting list to test it.
+_BOUNDED_COLUMNS: LiteralString = (
+    _CANDIDATE_HEAD + "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
+    "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
+    "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
+)
+_HIT: LiteralString = " AND ts_match_vq(m.tsv, %(tsq)s::tsquery)"
+
+
+def bounded_candidates_sql(
+    filters: Filters,
+    plan: CandidatePlan,
+    *,
+    listed: Sequence[str],
+    chunks: tuple[int, int],
+    rare: Sequence[str] = (),
+    tail: int = 0,
+    watermark: int = 0,
+    sessions: Sequence[str] = (),
+) -> tuple[LiteralString, dict[str, Any]]:
+    """The plan's matches (its tsquery, uncapped) among: the messages in chunks
+    ``chunks[0]`` to ``chunks[1] - 1`` of the `listed` terms' lists; those holding a
+    `rare` term (through the GIN index); the first `tail` messages stored after
+    `watermark` (through ``messages_ingest_seq_idx``); those of `sessions`. With the
+    columns of `candidates_sql`; a message may come more than once."""
+    where = _filter_sql(filters, "m")
+    parts: list[LiteralString] = []
+    if listed:
+        parts.append(
+            "SELECT " + _BOUNDED_COLUMNS + "FROM (SELECT DISTINCT u.sid, u.seq FROM term_lists l "
+            "CROSS JOIN LATERAL unnest(l.session_ids, l.seqs) AS u(sid, seq) "
+            "WHERE l.workspace_id = %(ws)s AND l.term = ANY(%(listed)s::text[]) "
+            "AND l.chunk >= %(first_chunk)s AND l.chunk < %(end_chunk)s) AS k "
+            "JOIN messages m ON m.workspace_id = %(ws)s AND m.session_id = k.sid "
+            "AND m.seq = k.seq WHERE " + where + _HIT
+        )
+    if rare:
+        parts.append(
+            "SELECT "
+            + _BOUNDED_COLUMNS
+            + "FROM messages m WHERE "
+            + where
+            + " AND m.tsv @@ %(rare)s::tsquery"
+            + _HIT
+        )
+    if tail:
+        parts.append(
+            "SELECT " + _BOUNDED_COLUMNS + "FROM (SELECT n.workspace_id, n.session_id, n.seq, "
+            "n.kind, n.role, n.created_at, n.token_count, n.tsv, n.tool_name "
+            "FROM messages n WHERE n.workspace_id = %(ws)s AND n.ingest_seq > %(watermark)s "
+            "ORDER BY n.ingest_seq LIMIT %(tail)s) AS m WHERE " + where + _HIT
+        )
+    if sessions:
+        parts.append(
+            "SELECT "
+            + _BOUNDED_COLUMNS
+            + "FROM messages m WHERE "
+            + where
+            + " AND m.session_id = ANY(%(sessions)s::text[])"
+            + _HIT
+        )
+    assert parts, "a bounded read reads something"
+    params = _filter_params(filters)
+    params.update(
+        terms=list(plan.terms),
+        phrase=tsquery_phrases(plan.phrases),
+        tsq=candidate_tsquery(plan),
+        listed=list(listed),
+        first_chunk=chunks[0],
+        end_chunk=chunks[1],
+        rare=" | ".join(_quote(t) for t in rare) or None,
+        tail=tail,
+        watermark=watermark,
+        sessions=list(sessions),
+    )
+    return " UNION ALL ".join(parts), params
+
+
 def every_match_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString, dict[str, Any]]:
     """Every message within the filters holding any expansion of any of the plan's
     words, with the same columns as `candidates_sql` and no cap: what an exhaustive
