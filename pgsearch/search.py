@@ -52,6 +52,7 @@ from pgsearch.plan import (
     plan_candidates,
     plan_fields,
     rare_terms,
+    read_limits,
     score_candidates,
     unit_indexes,
     vocabulary_lookup,
@@ -109,9 +110,11 @@ class SearchEngine:
         #: Read the direct plan with the vocabulary (`pgsearch.plan.direct_candidates_hold`);
         #: off, every search reads its plan's statements after the vocabulary.
         self.direct = direct and not exhaustive
-        #: Rank every message holding any expansion of any word, and every session
-        #: whose title or summary holds a selective word, with no cap: the reference
-        #: ranking (slow on common words) that faster reads are checked against.
+        #: Rank every hit the planner's rules define, with no cap and no scan limit
+        #: (`pgsearch.plan.CandidatePlan.hit_units`: any selective unit, or every
+        #: word), and every session whose title or summary holds a selective word:
+        #: the reference ranking (slow on common words) that the capped reads are
+        #: checked against, and that a result not marked ``approximate`` equals.
         self.exhaustive = exhaustive
         self._cursor_key: bytes | None = None
 
@@ -279,6 +282,15 @@ class SearchEngine:
                 field_rows = got.pop(0)
         assert candidates is not None and field_rows is not None
         capped = not self.exhaustive and len(candidates) >= plan.cap
+        limits: tuple[str, ...] = ()
+        if not self.exhaustive:
+            limits = read_limits(
+                plan,
+                field_plan,
+                candidates_read=len(candidates),
+                fields_read=len(field_rows),
+                spread=capped and per_session,
+            )
         if capped and per_session:
             # The cap's messages may come from a few sessions: one more candidate
             # per session among many more matches, so that the sessions shown are
@@ -311,9 +323,11 @@ class SearchEngine:
             searched=searched,
             next_cursor=paging.next_cursor(list(page[-1].order_key)) if more and page else None,
             candidates_capped=capped,
+            approximate=bool(limits),
             notice=capped_notice(plan) if capped and not more else None,
         )
-        return result, SearchTrace(mode="ranked", plan=plan, field_plan=field_plan)
+        trace = SearchTrace(mode="ranked", plan=plan, field_plan=field_plan, approximate=limits)
+        return result, trace
 
     def _browse(
         self, filters: Filters, per_session: bool, paging: Paging

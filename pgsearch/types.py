@@ -103,6 +103,10 @@ class SessionQueryResult:
     next_cursor: str | None = None
     #: True when more messages matched than the candidate cap allowed to re-rank.
     candidates_capped: bool = False
+    #: True when the ranking may differ from an uncapped run of the same rules: a
+    #: cap or the scan limit cut a read (``--explain`` says which). False: exact,
+    #: every hit the rules define was scored, so these are the true best matches.
+    approximate: bool = False
     #: Why the result is empty when that is not obvious (e.g. no searchable words).
     notice: str | None = None
     #: Diagnostics: the statements run and their plans (``explain=True`` only).
@@ -116,6 +120,7 @@ class SessionQueryResult:
             "searched": self.searched,
             "next_cursor": self.next_cursor,
             "candidates_capped": self.candidates_capped,
+            "approximate": self.approximate,
             "notice": self.notice,
         }
 

@@ -1002,15 +1002,16 @@ def bounded_candidates_sql(
 
 
 def every_match_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString, dict[str, Any]]:
-    """Every message within the filters holding any expansion of any of the plan's
-    words, with the same columns as `candidates_sql` and no cap: what an exhaustive
-    run of the scorer ranks (the reference the bounded search is checked against)."""
+    """Every hit the plan's rules define within the filters (`CandidatePlan.hit_units`:
+    any selective unit, or every word), with the same columns as `candidates_sql`
+    and no cap: what an exhaustive run of the scorer ranks (the reference the capped
+    reads are checked against)."""
     sql = _CANDIDATE_COLUMNS + _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
     params = _filter_params(filters)
     params.update(
         terms=list(plan.terms),
         phrase=tsquery_phrases(plan.phrases),
-        tsq=tsquery_or(plan.groups),
+        tsq=" | ".join(f"({tsquery_and(unit)})" for unit in plan.hit_units),
     )
     return sql, params
 

@@ -149,7 +149,7 @@ def candidates(filters: Filters, plan: CandidatePlan) -> Statement[CandidateRow]
 
 
 def every_match(filters: Filters, plan: CandidatePlan) -> Statement[CandidateRow]:
-    """Every message holding any of the plan's terms within the filters (no cap)."""
+    """Every hit the plan's rules define within the filters (no cap, no scan limit)."""
     sql, params = q.every_match_sql(filters, plan)
     return Statement("every match", sql, params, _candidate)
 

@@ -478,6 +478,14 @@ def test_another_programs_file_is_named_as_such(dsn: str, tmp_path: Path) -> Non
     assert "Claude Code's prompt history" in line and "opencode" in line
 
 
+def test_explain_says_whether_the_result_is_exact(shared: str) -> None:
+    text = ok(pgsearch("search", "advisory lock", "-w", "demo", "--explain", dsn=shared))
+    assert "result: exact (every hit the rules define was ranked)" in text
+    data = search_json(shared, "advisory lock", "-w", "demo", "--explain")
+    assert data["approximate"] is False
+    assert data["plan"]["approximate"] is False and data["plan"]["approximate_because"] == []
+
+
 def test_search_json_names_the_parent_of_a_sub_agent_session(dsn: str) -> None:
     logs = AGENT_FIXTURES / "claude-code" / "subagents"
     ok(pgsearch("ingest", str(logs), "-w", "w1", "--quiet", dsn=dsn))
