@@ -94,8 +94,8 @@ class BoundedPlan:
     #: The plan's terms that have a list, and the others (read whole).
     listed: tuple[str, ...]
     rare: tuple[str, ...]
-    #: Per group of the plan, the sets of groups a match holds all of (the plan's
-    #: drivers, as indexes into ``plan.groups``).
+    #: The sets of groups a hit holds all of, one of them (the plan's hit units, as
+    #: indexes into ``plan.groups``).
     must: tuple[tuple[int, ...], ...]
 
 
@@ -121,7 +121,7 @@ def bounded_plan(
     if sum(rare_df.values()) > rare_limit:
         return None
     index = {g[0].group: i for i, g in enumerate(plan.groups)}
-    must = tuple(tuple(index[g[0].group] for g in unit) for unit in plan.drivers)
+    must = tuple(tuple(index[g[0].group] for g in unit) for unit in plan.hit_units)
     return BoundedPlan(state=state, listed=listed, rare=tuple(sorted(rare_df)), must=must)
 
 
@@ -171,6 +171,17 @@ def kth_score(hits: Sequence[Ranked], k: int, *, per_session: bool) -> float | N
         if n == k:
             return h.score
     return None
+
+
+def before(
+    hits: Sequence[Ranked], after: tuple[float, float, str, int] | None, *, per_session: bool
+) -> int:
+    """How many hits (sessions, per session) come at or before position `after` (a
+    later page's cursor): the page after them needs that many more exact."""
+    if after is None:
+        return 0
+    ahead = [h for h in hits if h.order_key <= after]
+    return len({h.session_id for h in ahead}) if per_session else len(ahead)
 
 
 def certified(hits: Sequence[Ranked], k: int, bound: float, *, per_session: bool) -> bool:

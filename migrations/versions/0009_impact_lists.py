@@ -48,18 +48,21 @@ TABLES = ("term_lists", "term_list_heads", "term_list_state")
 def upgrade() -> None:
     op.execute("CREATE SEQUENCE IF NOT EXISTS messages_ingest_seq AS bigint")
     # Writers may hold privileges on the tables only: the sequence is advanced by its
-    # owner's function, which every role may call.
+    # owner's functions, which every role may call. They name the schema they are
+    # made in (their search_path is fixed, as a SECURITY DEFINER function's must be).
+    schema = op.get_bind().execute(sa.text("SELECT quote_ident(current_schema())")).scalar()
+    seq = f"{schema}.messages_ingest_seq"
     op.execute(
         "CREATE FUNCTION pgsearch_next_ingest_seq() RETURNS bigint LANGUAGE sql VOLATILE "
-        "SECURITY DEFINER SET search_path = pg_catalog, public "
-        "AS $$SELECT nextval('messages_ingest_seq')$$"
+        f"SECURITY DEFINER SET search_path = pg_catalog, {schema} "
+        f"AS $$SELECT nextval('{seq}')$$"
     )
     # The newest value handed out (0 before the first): with writers held back, every
     # message up to it is committed (`pgsearch.db.queries.LISTS_WATERMARK`).
     op.execute(
         "CREATE FUNCTION pgsearch_ingest_watermark() RETURNS bigint LANGUAGE sql STABLE "
-        "SECURITY DEFINER SET search_path = pg_catalog, public "
-        "AS $$SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM messages_ingest_seq$$"
+        f"SECURITY DEFINER SET search_path = pg_catalog, {schema} "
+        f"AS $$SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {seq}$$"
     )
     op.add_column("messages", sa.Column("ingest_seq", sa.BigInteger(), nullable=True))
     op.execute(

@@ -943,7 +943,7 @@ def bounded_candidates_sql(
     watermark: int = 0,
     sessions: Sequence[str] = (),
 ) -> tuple[LiteralString, dict[str, Any]]:
-    """The plan's matches (its tsquery, uncapped) among: the messages in chunks
+    """The plan's hits (`CandidatePlan.hit_units`, uncapped) among: the messages in chunks
     ``chunks[0]`` to ``chunks[1] - 1`` of the `listed` terms' lists; those holding a
     `rare` term (through the GIN index); the first `tail` messages stored after
     `watermark` (through ``messages_ingest_seq_idx``); those of `sessions`. With the
@@ -952,7 +952,7 @@ def bounded_candidates_sql(
     parts: list[LiteralString] = []
     if listed:
         parts.append(
-            "SELECT " + _BOUNDED_COLUMNS + "FROM (SELECT DISTINCT u.sid, u.seq FROM term_lists l "
+            _BOUNDED_COLUMNS + "FROM (SELECT DISTINCT u.sid, u.seq FROM term_lists l "
             "CROSS JOIN LATERAL unnest(l.session_ids, l.seqs) AS u(sid, seq) "
             "WHERE l.workspace_id = %(ws)s AND l.term = ANY(%(listed)s::text[]) "
             "AND l.chunk >= %(first_chunk)s AND l.chunk < %(end_chunk)s) AS k "
@@ -961,8 +961,7 @@ def bounded_candidates_sql(
         )
     if rare:
         parts.append(
-            "SELECT "
-            + _BOUNDED_COLUMNS
+            _BOUNDED_COLUMNS
             + "FROM messages m WHERE "
             + where
             + " AND m.tsv @@ %(rare)s::tsquery"
@@ -970,15 +969,14 @@ def bounded_candidates_sql(
         )
     if tail:
         parts.append(
-            "SELECT " + _BOUNDED_COLUMNS + "FROM (SELECT n.workspace_id, n.session_id, n.seq, "
+            _BOUNDED_COLUMNS + "FROM (SELECT n.workspace_id, n.session_id, n.seq, "
             "n.kind, n.role, n.created_at, n.token_count, n.tsv, n.tool_name "
             "FROM messages n WHERE n.workspace_id = %(ws)s AND n.ingest_seq > %(watermark)s "
             "ORDER BY n.ingest_seq LIMIT %(tail)s) AS m WHERE " + where + _HIT
         )
     if sessions:
         parts.append(
-            "SELECT "
-            + _BOUNDED_COLUMNS
+            _BOUNDED_COLUMNS
             + "FROM messages m WHERE "
             + where
             + " AND m.session_id = ANY(%(sessions)s::text[])"
@@ -989,7 +987,7 @@ def bounded_candidates_sql(
     params.update(
         terms=list(plan.terms),
         phrase=tsquery_phrases(plan.phrases),
-        tsq=candidate_tsquery(plan),
+        tsq=" | ".join(f"({tsquery_and(unit)})" for unit in plan.hit_units),
         listed=list(listed),
         first_chunk=chunks[0],
         end_chunk=chunks[1],
