@@ -21,11 +21,12 @@ measures the wait for a core, the CPU time what the command itself costs.
 
 With hyperfine installed (``apt install hyperfine``) the warm figures are also
 measured by hyperfine in one run: ``psql -c 'select 1'`` against the same server
-(the floor of any command that asks PostgreSQL something), ``pgsearch --help`` and
-the warm search through ``--dsn``, each as the installed ``pgsearch`` script runs
-(no ``python -m``). ``--base DIR`` adds the same commands of another checkout (its
-``.venv``) to that run, for a before/after comparison on the same machine at the
-same time; the table gives each command's ratio to ``psql``.
+(the floor of any command that asks PostgreSQL something), ``pgsearch --help``,
+``pgsearch search --help`` and the warm search through ``--dsn``, each as the
+installed ``pgsearch`` script runs (no ``python -m``). ``--base DIR`` adds the
+same commands of another checkout (its ``.venv``) to that run, for a before/after
+comparison on the same machine at the same time; the table gives each command's
+ratio to ``psql``.
 
 ``python -m bench.startup --runs 10`` prints a table and writes
 ``bench/RESULTS-startup.json``; ``--hyperfine-only`` skips the embedded server's
@@ -235,6 +236,7 @@ def hyperfine(
         for tag, checkout in checkouts.items():
             script = _script(checkout)
             commands[f"pgsearch --help{tag}"] = shlex.join([script, "--help"])
+            commands[f"pgsearch search --help{tag}"] = shlex.join([script, "search", "--help"])
             commands[f"warm search, system server{tag}"] = shlex.join(
                 [script, "--dsn", dsns[tag], *QUERY]
             )

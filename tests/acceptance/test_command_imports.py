@@ -114,12 +114,10 @@ def test_a_search_process_loads_only_what_searching_needs(searchable: str) -> No
 
 def test_a_search_compiles_only_the_secret_rules_its_text_needs(searchable: str) -> None:
     probe = (
-        "import sys, runpy\n"
-        "sys.argv = ['pgsearch', '--dsn', sys.argv[1], 'search', 'databse lock', '-w', 'demo']\n"
-        "try:\n"
-        "    runpy.run_module('pgsearch', run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
+        "import sys\n"
+        "from pgsearch.cli import main\n"
+        "main(['--dsn', sys.argv[1], 'search', 'databse lock', '-w', 'demo'],"
+        " standalone_mode=False)\n"
         "from pgsearch import secrets\n"
         "print(secrets.compiled.cache_info().currsize, len(secrets.rule_set().rules))\n"
     )
