@@ -111,6 +111,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    if citus.installed(op.get_bind()):
+        # Dropping the functions follows DDL on distributed tables: one connection
+        # per node for all of it, as Citus requires for function commands.
+        op.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
     for table in reversed(TABLES):
         op.drop_table(table)
     op.drop_index("messages_ingest_seq_idx", table_name="messages")
