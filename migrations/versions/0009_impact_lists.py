@@ -8,7 +8,7 @@
 - ``term_lists``: for each term found in at least `pgsearch.impact.MIN_DF` messages
   of a workspace, its postings with the largest BM25 term impact (at most
   `pgsearch.impact.MAX_POSTINGS`), best first, in chunks of `pgsearch.impact.CHUNK`:
-  each row the chunk's message keys.
+  each row the chunk's message keys, its largest impact and the largest after it.
 - ``term_list_heads``: per listed term, its document frequency when built, the
   largest impact of each chunk and of the postings left out (``theta``).
 - ``term_list_state``: per workspace, the newest ``ingest_seq`` the lists fold in
@@ -81,6 +81,8 @@ def upgrade() -> None:
         sa.Column("chunk", sa.Integer(), nullable=False),
         sa.Column("session_ids", postgresql.ARRAY(sa.Text()), nullable=False),
         sa.Column("seqs", postgresql.ARRAY(sa.Integer()), nullable=False),
+        sa.Column("max_impact", sa.Float(), nullable=False),
+        sa.Column("next_impact", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("workspace_id", "term", "chunk", name="term_lists_pkey"),
     )
     op.create_table(

@@ -293,66 +293,67 @@ LISTS_CLEAR: tuple[LiteralString, ...] = (
     "DELETE FROM term_list_heads WHERE workspace_id = %(ws)s",
 )
 
-# Every posting of each term found in at least %(min_df)s messages, ranked by its
-# BM25 term impact tf / (tf + k1 (1 - b + b len / avgdl)) under today's average
-# length; the best %(max_postings)s are kept, in chunks of %(chunk)s keys, and the
-# head row keeps each chunk's largest impact and that of the best posting left out.
-LISTS_BUILD = """
-WITH st AS (
-    SELECT coalesce(sum(total_len) FILTER (WHERE kind <> %(fields)s), 0)::float8
-           / greatest(coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0), 1) AS avgdl
-    FROM workspace_stats WHERE workspace_id = %(ws)s
-), terms AS (
-    SELECT v.term, v.df FROM vocabulary v
-    WHERE v.workspace_id = %(ws)s AND v.df >= %(min_df)s
-), ranked AS (
-    SELECT p.term, p.session_id, p.seq, p.impact,
-           row_number() OVER (PARTITION BY p.term
-                              ORDER BY p.impact DESC, p.session_id, p.seq) AS rn
-    FROM (
-        SELECT u.lexeme AS term, m.session_id, m.seq,
-               coalesce(array_length(u.positions, 1), 1)::float8
-               / (coalesce(array_length(u.positions, 1), 1)
-                  + %(k1)s * (1 - %(b)s + %(b)s * m.token_count
-                              / greatest((SELECT st.avgdl FROM st), 1e-9))) AS impact
-        FROM messages m CROSS JOIN LATERAL unnest(m.tsv) AS u
-        WHERE m.workspace_id = %(ws)s
-          AND u.lexeme = ANY(ARRAY(SELECT t.term FROM terms t))
-    ) p
-), kept AS (
-    SELECT * FROM ranked WHERE rn <= %(max_postings)s + 1
-), chunks AS (
-    INSERT INTO term_lists (workspace_id, term, chunk, session_ids, seqs)
-    SELECT %(ws)s, k.term, (k.rn - 1) / %(chunk)s,
-           array_agg(k.session_id ORDER BY k.rn), array_agg(k.seq ORDER BY k.rn)
-    FROM kept k WHERE k.rn <= %(max_postings)s
-    GROUP BY k.term, (k.rn - 1) / %(chunk)s
-    RETURNING 1
-)
-INSERT INTO term_list_heads (workspace_id, term, df, chunk_max, theta)
-SELECT %(ws)s, k.term, (SELECT t.df FROM terms t WHERE t.term = k.term),
-       array_agg(k.impact ORDER BY k.rn)
-           FILTER (WHERE k.rn <= %(max_postings)s AND (k.rn - 1) %% %(chunk)s = 0),
-       coalesce(max(k.impact) FILTER (WHERE k.rn > %(max_postings)s), 0)
-FROM kept k
-GROUP BY k.term
-"""
-
+# The workspace's state first: its watermark, the average length the lists are
+# ordered under (returned, for the build) and its speakers' names.
 LISTS_STATE = """
 INSERT INTO term_list_state (workspace_id, watermark, avg_len, n_indexed, speakers, built_at)
-SELECT %(ws)s, %(watermark)s,
-       coalesce(sum(total_len) FILTER (WHERE kind <> %(fields)s), 0)::float8
-       / greatest(coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0), 1),
-       coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0),
+SELECT w.workspace_id, %(watermark)s,
+       coalesce(sum(w.total_len) FILTER (WHERE w.kind <> %(fields)s), 0)::float8
+       / greatest(coalesce(sum(w.n_indexed) FILTER (WHERE w.kind <> %(fields)s), 0), 1),
+       coalesce(sum(w.n_indexed) FILTER (WHERE w.kind <> %(fields)s), 0),
        ARRAY(SELECT DISTINCT m.tool_name FROM messages m
              WHERE m.workspace_id = %(ws)s AND m.kind = ANY(%(speaker_kinds)s::text[])
                AND m.tool_name IS NOT NULL),
        now()
-FROM workspace_stats WHERE workspace_id = %(ws)s
+FROM workspace_stats w WHERE w.workspace_id = %(ws)s
+GROUP BY w.workspace_id
 ON CONFLICT (workspace_id) DO UPDATE SET watermark = excluded.watermark,
     avg_len = excluded.avg_len, n_indexed = excluded.n_indexed, speakers = excluded.speakers,
     built_at = excluded.built_at
-RETURNING avg_len, n_indexed
+RETURNING avg_len
+"""
+
+# Every posting of each term found in at least %(min_df)s messages, ranked by its
+# BM25 term impact tf / (tf + k1 (1 - b + b len / avgdl)) under the state's average
+# length; the best %(max_postings)s are kept, in chunks of %(chunk)s keys, each with
+# its largest impact and the largest of the postings after it. (The workspace comes
+# from the rows, not a parameter, so that on Citus the whole statement runs on the
+# workspace's shard.)
+LISTS_BUILD = """
+INSERT INTO term_lists (workspace_id, term, chunk, session_ids, seqs, max_impact, next_impact)
+SELECT k.workspace_id, k.term, (k.rn - 1) / %(chunk)s,
+       array_agg(k.session_id ORDER BY k.rn), array_agg(k.seq ORDER BY k.rn),
+       max(k.impact), coalesce((array_agg(k.next ORDER BY k.rn DESC))[1], 0)
+FROM (
+    SELECT p.workspace_id, p.term, p.session_id, p.seq, p.impact,
+           row_number() OVER w AS rn, lead(p.impact) OVER w AS next
+    FROM (
+        SELECT m.workspace_id, u.lexeme AS term, m.session_id, m.seq,
+               coalesce(array_length(u.positions, 1), 1)::float8
+               / (coalesce(array_length(u.positions, 1), 1)
+                  + %(k1)s * (1 - %(b)s + %(b)s * m.token_count / %(avgdl)s)) AS impact
+        FROM messages m CROSS JOIN LATERAL unnest(m.tsv) AS u
+        WHERE m.workspace_id = %(ws)s
+          AND u.lexeme IN (SELECT v.term FROM vocabulary v
+                           WHERE v.workspace_id = %(ws)s AND v.df >= %(min_df)s)
+    ) AS p
+    WINDOW w AS (PARTITION BY p.workspace_id, p.term
+                 ORDER BY p.impact DESC, p.session_id, p.seq)
+) AS k
+WHERE k.rn <= %(max_postings)s
+GROUP BY k.workspace_id, k.term, (k.rn - 1) / %(chunk)s
+"""
+
+# Per listed term: its df, each chunk's largest impact, and the largest impact left
+# out of the list (after its last chunk).
+LISTS_HEADS = """
+INSERT INTO term_list_heads (workspace_id, term, df, chunk_max, theta)
+SELECT l.workspace_id, l.term, v.df, array_agg(l.max_impact ORDER BY l.chunk),
+       (array_agg(l.next_impact ORDER BY l.chunk DESC))[1]
+FROM term_lists l
+JOIN vocabulary v ON v.workspace_id = l.workspace_id AND v.term = l.term
+WHERE l.workspace_id = %(ws)s
+GROUP BY l.workspace_id, l.term, v.df
 """
 
 # Whether the workspace's lists were built, when, and how many messages are newer

@@ -249,6 +249,8 @@ term_lists = Table(
     Column("chunk", Integer, nullable=False),
     Column("session_ids", ARRAY(Text), nullable=False),
     Column("seqs", ARRAY(Integer), nullable=False),
+    Column("max_impact", Float, nullable=False),
+    Column("next_impact", Float, nullable=False),
     PrimaryKeyConstraint("workspace_id", "term", "chunk", name="term_lists_pkey"),
 )
 

@@ -964,11 +964,17 @@ def build_lists(ws: str, watermark: int) -> Work[int]:
         "watermark": watermark,
         "speaker_kinds": [USER_TEXT, ASSISTANT_TEXT],
     }
+    *_, state = yield from fetch_all(
+        [
+            Statement("lists build lock", q.LISTS_BUILD_LOCK, {"ws": ws}),
+            *(Statement("lists clear", s, {"ws": ws}) for s in q.LISTS_CLEAR),
+            Statement("lists state", q.LISTS_STATE, params, _first),
+        ]
+    )
+    params["avgdl"] = max(float(state[0]), 1e-9) if state else 1.0
     yield from execute(
-        Statement("lists build lock", q.LISTS_BUILD_LOCK, {"ws": ws}),
-        *(Statement("lists clear", s, {"ws": ws}) for s in q.LISTS_CLEAR),
         Statement("lists build", q.LISTS_BUILD, params),
-        Statement("lists state", q.LISTS_STATE, params),
+        Statement("lists heads", q.LISTS_HEADS, params),
     )
     lag = yield from lists_lag(ws, final=True)
     return lag.terms

@@ -225,6 +225,9 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert any("%(unit_q)s" in text for text in captured), "coverage-ordered path not run"
     assert any("DISTINCT ON (c.session_id)" in text for text in captured), "per-session spread"
     assert any("ORDER BY m.created_at DESC" in text for text in captured)
+    assert any("term_list_heads" in text for text in captured), "list heads not read"
+    assert any("term_lists l" in text for text in captured), "bounded candidates not read"
+    assert any("n.ingest_seq >" in text for text in captured), "tail not read"
     assert any("m.seq < %(seq)s" in text for text in captured), "window statements not run"
     bad: list[str] = []
     with psycopg.connect(big_dsn) as conn, conn.transaction():
@@ -450,6 +453,7 @@ def test_term_list_statements_use_an_index(big_dsn: str) -> None:
         "b": B,
         "watermark": 0,
         "limit": 1000,
+        "avgdl": 20.0,
         "speaker_kinds": ["user_text", "assistant_text"],
     }
     with psycopg.connect(big_dsn) as conn, conn.transaction(force_rollback=True):
@@ -462,6 +466,7 @@ def test_term_list_statements_use_an_index(big_dsn: str) -> None:
         for name, statement in {
             "lag": q.LISTS_LAG,
             "build": q.LISTS_BUILD,
+            "heads": q.LISTS_HEADS,
             "state": q.LISTS_STATE,
         }.items():
             plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
