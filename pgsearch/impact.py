@@ -51,6 +51,8 @@ REBUILD_BEHIND = TAIL_MAX // 2
 #: search takes when the first read cannot certify its result.
 FIRST_CHUNKS = 2
 MORE_CHUNKS = 8
+#: Hits of a session whose scores make its evidence (`ranking.SESSION_EVIDENCE_HITS`).
+SESSION_HITS = ranking.SESSION_EVIDENCE_HITS
 #: Certificates leave this relative margin (sums of floats in another order).
 EPSILON = 1e-9
 
@@ -192,3 +194,65 @@ def certified(hits: Sequence[Ranked], k: int, bound: float, *, per_session: bool
         return True
     kth = kth_score(hits, k, per_session=per_session)
     return kth is not None and kth > bound * (1 + EPSILON) + EPSILON
+
+
+def leading_sessions(hits: Sequence[Ranked], n: int, *, per_session: bool) -> set[str]:
+    """The sessions of the best `n` hits (of the best `n` sessions, per session)."""
+    out: set[str] = set()
+    count = 0
+    for h in sorted(hits, key=lambda h: h.order_key):
+        if per_session and h.session_id in out:
+            continue
+        out.add(h.session_id)
+        count += 1
+        if count >= n:
+            break
+    return out
+
+
+def evidence_reach(bound: float, *, context: float, session: float) -> float:
+    """The most a hit of a session nothing was read of can score with its evidence,
+    its own score being at most `bound`."""
+    own = bound * (1 + context)
+    return own + session * SESSION_HITS * own
+
+
+def certified_with_evidence(
+    stage1: Sequence[Ranked],
+    final: Sequence[Ranked],
+    full: set[str],
+    k: int,
+    bound: float,
+    *,
+    context: float,
+    session: float,
+    per_session: bool,
+) -> bool:
+    """Whether the top `k` of `final` (scores with neighbouring turns' and session
+    evidence, `ranking.add_context` then `ranking.add_session`) is the whole hit
+    set's: every hit of the `full` sessions was read, so their final scores are
+    exact, and the k-th of them beats the most any hit of another session can reach.
+
+    Outside `full`, a read hit's stage-1 score is known and an unread one's is at
+    most `bound`; a neighbour may be either, so a hit's score with context is at most
+    its own plus `context` times the best its session may hold, and the session's
+    evidence at most the sum of its three best such bounds.
+    """
+    if bound <= 0:
+        return True  # every hit was read: every score is exact
+    exact = [h for h in final if h.session_id in full]
+    kth = kth_score(exact, k, per_session=per_session)
+    if kth is None:
+        return False
+    by_session: dict[str, list[float]] = {}
+    for h in stage1:
+        if h.session_id not in full:
+            by_session.setdefault(h.session_id, []).append(h.score)
+    reach = 0.0
+    for scores in [*by_session.values(), []]:
+        best = max([*scores, bound])
+        own = [x + context * best for x in scores]
+        unread = bound + context * best if bound > 0 else 0.0
+        tops = sorted([*own, unread, unread, unread], reverse=True)[:SESSION_HITS]
+        reach = max(reach, max([*own, unread]) + session * sum(tops))
+    return kth > reach * (1 + EPSILON) + EPSILON

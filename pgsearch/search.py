@@ -420,53 +420,70 @@ class SearchEngine:
             )
         stage1 = replace(evidence, context=0.0, session=0.0)
         after = ranked_position(paging.after)
-        k = paging.limit
 
-        def certify(rows: list[CandidateRow], chunks: int) -> tuple[bool, float]:
-            nonlocal k
-            hits = score_candidates(rows, plan.groups, stats, fields, {}, stage1)
-            k = paging.limit + impact.before(hits, after, per_session=per_session)
-            bound = impact.unseen_bound(scorer, plan, bounded, chunks, speakers=speakers)
-            return impact.certified(hits, k, bound, per_session=per_session), bound
+        def bound_at(chunks: int) -> float:
+            return impact.unseen_bound(scorer, plan, bounded, chunks, speakers=speakers)
 
-        exact, bound = certify(candidates, chunks)
-        more = not exact and any(len(state.heads[t].chunk_max) > chunks for t in bounded.listed)
-        # The sessions whose title or summary matched are read whole (their boost
-        # stays out of the bound), and those with no message read yet get an entry.
+        # The first read: do its scores already put the page's hits out of reach of
+        # a hit not read, with its evidence at most? If not, more chunks are read
+        # with the sessions below.
+        hits = score_candidates(candidates, plan.groups, stats, fields, {}, stage1)
+        k = paging.limit + impact.before(hits, after, per_session=per_session)
+        reach = impact.evidence_reach(
+            bound_at(chunks), context=evidence.context, session=evidence.session
+        )
+        more = not impact.certified(hits, k, reach, per_session=per_session) and any(
+            len(state.heads[t].chunk_max) > chunks for t in bounded.listed
+        )
+        # Every hit of the sessions the page may show is read (their neighbouring
+        # turns' and session evidence is then exact), and of those whose title or
+        # summary matched (their boost stays out of the bound); those with no
+        # message read yet get an entry.
+        full = impact.leading_sessions(
+            score_candidates(candidates, plan.groups, stats, fields, {}, evidence),
+            2 * k,
+            per_session=per_session,
+        ) | set(fields)
         orphans = orphan_hits(candidates, fields)
-        second: list[Statement[Any]] = []
-        if fields or more:
-            second.append(
-                reads.bounded_candidates(
-                    filters,
-                    plan,
-                    listed=bounded.listed if more else (),
-                    chunks=(chunks, impact.MORE_CHUNKS),
-                    sessions=sorted(fields),
-                )
+        second: list[Statement[Any]] = [
+            reads.bounded_candidates(
+                filters,
+                plan,
+                listed=bounded.listed if more else (),
+                chunks=(chunks, impact.MORE_CHUNKS),
+                sessions=sorted(full),
             )
-            if more:
-                second.append(reads.lists_built_at(ws))
+        ]
+        if more:
+            second.append(reads.lists_built_at(ws))
         if orphans:
             second.append(reads.session_anchors(ws, orphans))
+        got = list((yield Step(tuple(second))))
+        candidates = _distinct(candidates + got.pop(0))
+        if more:
+            rebuilt = rebuilt or got.pop(0) != [state.built_at]
+            chunks = impact.MORE_CHUNKS
         anchors: dict[str, StoredMessage] = {}
-        if second:
-            got = list((yield Step(tuple(second))))
-            if fields or more:
-                candidates = _distinct(candidates + got.pop(0))
-                if more:
-                    rebuilt = rebuilt or got.pop(0) != [state.built_at]
-                    chunks = impact.MORE_CHUNKS
-                    exact, bound = certify(candidates, chunks)
-            if orphans:
-                anchors = {m.session_id: m for m in got.pop(0)}
+        if orphans:
+            anchors = {m.session_id: m for m in got.pop(0)}
+        bound = bound_at(chunks)
+        exact = impact.certified_with_evidence(
+            score_candidates(candidates, plan.groups, stats, fields, {}, stage1),
+            score_candidates(candidates, plan.groups, stats, fields, anchors, evidence),
+            full,
+            k,
+            bound,
+            context=evidence.context,
+            session=evidence.session,
+            per_session=per_session,
+        )
         limits: list[str] = []
         if rebuilt:
             limits.append("term lists: rebuilt while the search read them")
         if not exact:
             limits.append(
                 f"term lists: the top {k} not certified after {chunks} chunks a term "
-                f"(a message not read may score up to {bound:.4g})"
+                f"(a message not read may score up to {bound:.4g} before evidence)"
             )
         if field_plan is not None and len(field_rows) >= field_plan.cap:
             limits.append(f"titles/summaries: {field_plan.cap} read of more matches")

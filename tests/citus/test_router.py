@@ -339,8 +339,9 @@ def _methods(plan: Any) -> list[str]:
 
 
 #: Statements that read only coordinator-local objects (no distributed table): the
-#: advisory lock of a term list rebuild is the coordinator's. The search deadline sets the coordinator's statement timeout, which cancels the shard
-#: queries of a statement that outlives it.
+#: advisory lock of a term list rebuild is the coordinator's. The search deadline
+#: sets the coordinator's statement timeout, which cancels the shard queries of a
+#: statement that outlives it.
 LOCAL = {"lock file key", "schema versions", "deadline", "lists build lock"}
 
 

@@ -2,7 +2,7 @@
 they are approximate (property test), and the engine takes that path.
 
 The lists are built with small parameters (a list for any term in 6 messages, 4 keys
-a chunk, at most 24 kept) so that a few hundred entries exercise everything: chunks
+a chunk, at most 40 kept) so that a few hundred entries exercise everything: chunks
 read and left unread, truncated lists, terms read whole, a tail of entries stored
 since the build, forgotten sessions whose keys stay in the lists, and statistics that
 drifted since the build. The corpus, queries and comparison are those of
@@ -31,9 +31,9 @@ EXAMPLES = 12
 def small_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(impact, "MIN_DF", 6)
     monkeypatch.setattr(impact, "CHUNK", 4)
-    monkeypatch.setattr(impact, "MAX_POSTINGS", 24)
+    monkeypatch.setattr(impact, "MAX_POSTINGS", 40)
     monkeypatch.setattr(impact, "FIRST_CHUNKS", 1)
-    monkeypatch.setattr(impact, "MORE_CHUNKS", 3)
+    monkeypatch.setattr(impact, "MORE_CHUNKS", 6)
     monkeypatch.setattr(impact, "TAIL_MAX", 60)
 
 
@@ -47,6 +47,7 @@ def test_a_bounded_result_not_marked_approximate_is_the_exhaustive_ranking(
         max_examples=EXAMPLES,
         deadline=None,
         database=None,
+        derandomize=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(
@@ -128,10 +129,12 @@ def test_a_capped_plan_reads_through_the_lists(pg: PgSearch, dsn: str) -> None:
     list, the result is certified and equals the exhaustive ranking; with the
     setting off the same search reads its capped candidates."""
     rng = random.Random(11)
-    for s in range(12):
+    for s in range(40):
         batch = []
-        for _ in range(100):
-            words = ["deploy"] * rng.randint(1, 4) + [f"w{rng.randint(0, 3000)}" for _ in range(12)]
+        for _ in range(30):
+            words = [f"w{rng.randint(0, 3000)}" for _ in range(rng.randint(4, 30))]
+            if rng.random() < 0.5:
+                words += ["deploy"] * rng.choice((1, 1, 1, 2, 3))
             batch.append({"role": rng.choice(["user", "assistant"]), "content": " ".join(words)})
         pg.append(workspace="w", session_id=f"s{s}", messages=batch)
     pg.maintain(workspace="w")
@@ -151,4 +154,4 @@ def test_a_capped_plan_reads_through_the_lists(pg: PgSearch, dsn: str) -> None:
     with PgSearch.connect(dsn, settings=pg.settings.with_(impact_lists=False)) as plain:
         capped = plain.provider(workspace="w").explain(request)
     assert capped.trace is not None and capped.trace.bounded is None
-    assert capped.approximate  # 1,200 matches, 250 newest read
+    assert capped.approximate  # some 600 matches, 250 newest read
