@@ -6,7 +6,8 @@
     python -m bench.ab quality --base ../base
 
 Each side runs its own code in its own interpreter (``<checkout>/.venv/bin/python``)
-against its own database, ingested by that side (``pgsearch_bench_ab_<side>_<size>``,
+against its own database, ingested by that side (``pgsearch_bench_ab_<side>_<size>``, with
+``_<tag>`` after it when ``--tag`` is given, so that two runs with tags never share one;
 kept between runs unless ``--fresh``). Searches run in rounds, the sides taking
 turns and swapping the lead each round, so both see the same machine; the figures
 quoted are the median over rounds of each side's percentile, with the ratio
@@ -151,6 +152,12 @@ def exists(server: str, name: str) -> bool:
         )
 
 
+def db_tag(args: argparse.Namespace) -> str:
+    """The suffix of a tagged run's database names (none without ``--tag``)."""
+    tag = "".join(c if c.isalnum() else "_" for c in args.tag.lower())
+    return f"_{tag}" if tag else ""
+
+
 def median(values: list[float]) -> float:
     return round(statistics.median(values), 3) if values else float("nan")
 
@@ -163,7 +170,7 @@ def prepare_speed(args: argparse.Namespace, roots: dict[str, Path], corpus: Path
     out: dict[str, Any] = {}
     label = Config(messages=args.messages).label().lower()
     for side, root in roots.items():
-        name = f"pgsearch_bench_ab_{side}_{label}"
+        name = f"pgsearch_bench_ab_{side}_{label}{db_tag(args)}"
         dsn = dsn_for(args.server, name)
         if exists(args.server, name) and not args.fresh:
             out[side] = {"dsn": dsn, "reused": True}
@@ -330,7 +337,7 @@ def devset(args: argparse.Namespace, roots: dict[str, Path]) -> dict[str, Any]:
     path = locomo.locate("locomo", args.devset_dir)
     dbs: dict[str, str] = {}
     for side, root in roots.items():
-        name = f"pgsearch_bench_ab_{side}_locomo"
+        name = f"pgsearch_bench_ab_{side}_locomo{db_tag(args)}"
         dsn = dsn_for(args.server, name)
         if not exists(args.server, name) or args.fresh:
             create_database(args.server, name)

@@ -46,6 +46,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -91,6 +92,8 @@ class Tally:
     ms_engine: list[float] = field(default_factory=list)
     ms_oracle: list[float] = field(default_factory=list)
     differ: list[str] = field(default_factory=list)
+    #: Which read limits made results approximate (`pgsearch.plan.read_limits`).
+    why: Counter[str] = field(default_factory=Counter)
 
     def report(self) -> dict[str, Any]:
         n = max(self.searches, 1)
@@ -101,6 +104,7 @@ class Tally:
             "approximate": self.approximate,
             "certified_share": round((self.searches - self.approximate) / n, 4),
             "wrong_exact": self.wrong_exact,
+            "approximate_because": dict(self.why.most_common()),
             "differ_examples": self.differ[:8],
         }
 
@@ -171,6 +175,10 @@ def compare(pg: PgSearch, cases: Iterable[Case], kind: str = "rules") -> dict[st
         tally.identical += same
         marked = approximate(got)
         tally.approximate += marked
+        if marked:
+            trace = provider.explain(case.request).trace
+            for reason in trace.approximate if trace is not None else ():
+                tally.why[reason.split(":")[0]] += 1
         if not same:
             if not marked:
                 tally.wrong_exact += 1
@@ -290,27 +298,32 @@ def render_quality(devset: str, figures: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def why(reasons: Counter[str]) -> str:
+    return ", ".join(f"{reason} {n}" for reason, n in reasons.most_common()) or "-"
+
+
 def render(tallies: dict[str, Tally]) -> str:
     lines = [
         "| class | searches | identical to the oracle | certified exact "
-        "| marked exact but differ |",
-        "|---|---:|---:|---:|---:|",
+        "| marked exact but differ | approximate because |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     total = Tally()
     for cls, t in tallies.items():
         r = t.report()
         lines.append(
             f"| {cls} | {t.searches} | {r['identical_share']:.3f} | {r['certified_share']:.3f} "
-            f"| {t.wrong_exact} |"
+            f"| {t.wrong_exact} | {why(t.why)} |"
         )
         total.searches += t.searches
         total.identical += t.identical
         total.approximate += t.approximate
         total.wrong_exact += t.wrong_exact
+        total.why.update(t.why)
     r = total.report()
     lines.append(
         f"| all | {total.searches} | {r['identical_share']:.3f} | {r['certified_share']:.3f} "
-        f"| {total.wrong_exact} |"
+        f"| {total.wrong_exact} | {why(total.why)} |"
     )
     return "\n".join(lines)
 

@@ -618,6 +618,13 @@ def _in_scope(row: SearchStats | int) -> int:
     return row.in_scope if isinstance(row, SearchStats) else row
 
 
+def _shown_title(m: StoredMessage) -> str | None:
+    """The title a hit's session is shown by (its own, else its first prompt's),
+    scrubbed as an excerpt is and clipped."""
+    title = m.shown_title
+    return clip(policy.scrub_secrets(title), MAX_TITLE_BYTES) if title else None
+
+
 def materialise(
     page: Sequence[Ranked],
     messages: Mapping[tuple[str, int], StoredMessage],
@@ -672,7 +679,7 @@ def materialise(
                 highlights=highlights,
                 created_at=m.created_at,
                 score=hit.score,
-                title=clip(policy.scrub_secrets(m.title), MAX_TITLE_BYTES) if m.title else None,
+                title=_shown_title(m),
                 parent_session_id=m.parent_session_id,
             )
         )

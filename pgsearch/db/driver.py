@@ -140,6 +140,34 @@ def _versions_query(row: Sequence[Any]) -> LiteralString | None:
     return _LEGACY_VERSIONS if row[1] else None
 
 
+def _probe(
+    conn: psycopg.Connection[Any], *, check_schema: bool
+) -> tuple[Sequence[Any], list[str] | None]:
+    """`_PROBE`'s row and, when the schema is checked, the recorded revisions.
+
+    A database pgsearch migrated answers both in one round trip (the two statements
+    pipelined); any other (no version table of pgsearch's own) is asked one
+    statement after the other.
+    """
+    if check_schema:
+        try:
+            with conn.pipeline():
+                first = conn.execute(_PROBE)
+                second = conn.execute(_OWN_VERSIONS)
+        except psycopg.errors.UndefinedTable:
+            pass  # not migrated by this pgsearch (yet): the probe says what it is
+        else:
+            row = first.fetchone()
+            assert row is not None and row[0]
+            return row, [str(r[0]) for r in second.fetchall()]
+    row = conn.execute(_PROBE).fetchone()
+    assert row is not None
+    query = _versions_query(row)
+    if not check_schema or query is None:
+        return row, None
+    return row, [str(r[0]) for r in conn.execute(query).fetchall()]
+
+
 @dataclass(frozen=True, kw_only=True)
 class DriverConfig:
     """How the drivers connect and configure transactions (from `Settings`)."""
@@ -875,12 +903,7 @@ class Driver(_Core):
             probe = psycopg.connect(dsn, **driver._pool_kwargs(dsn))
         try:
             with wrap_errors("checking the schema"):
-                row = probe.execute(_PROBE).fetchone()
-                assert row is not None
-                versions = None
-                query = _versions_query(row)
-                if check_schema and query is not None:
-                    versions = [str(r[0]) for r in probe.execute(query).fetchall()]
+                row, versions = _probe(probe, check_schema=check_schema)
             if check_schema:
                 driver._probe_result(row, versions)
             else:

@@ -72,7 +72,7 @@ ON CONFLICT (workspace_id, session_id) DO NOTHING
 LOCK_SESSIONS = """
 SELECT session_id, source, title, summary, next_seq, last_turn, message_count,
        created_at, updated_at, tsvector_to_array(tsv), field_len, parent_session_id,
-       title_auto, title_leaf_seq
+       title_auto, title_leaf_seq, prompt_title
 FROM sessions
 WHERE workspace_id = %(ws)s AND session_id = ANY(%(ids)s::text[])
 ORDER BY session_id
@@ -191,11 +191,12 @@ SET title = u.title, summary = u.summary, source = u.source, created_at = u.crea
     updated_at = u.updated_at, message_count = u.message_count, next_seq = u.next_seq,
     last_turn = u.last_turn, tsv = u.tsv::tsvector, field_len = u.field_len,
     parent_session_id = u.parent_session_id, title_auto = u.title_auto,
-    title_leaf_seq = u.title_leaf_seq
+    title_leaf_seq = u.title_leaf_seq, prompt_title = u.prompt_title
 FROM json_to_recordset(%(rows)s::json)
      AS u(session_id text, title text, summary text, source text, created_at timestamptz,
           updated_at timestamptz, message_count int, next_seq int, last_turn int, tsv text,
-          field_len int, parent_session_id text, title_auto boolean, title_leaf_seq int)
+          field_len int, parent_session_id text, title_auto boolean, title_leaf_seq int,
+          prompt_title text)
 WHERE s.workspace_id = %(ws)s AND s.session_id = u.session_id
 """
 
@@ -479,18 +480,11 @@ ORDER BY seq DESC
 
 # --- reading ------------------------------------------------------------------------
 
-# A session with no title of its own is shown by its first user prompts (the first
-# that reads as one, `pgsearch.titles`): up to three, each cut, read through the
-# messages' primary key from the session's first entry on.
-_FIRST_PROMPTS = """CASE WHEN s.title IS NULL THEN ARRAY(
-         SELECT substr(f.content, 1, 400) FROM messages f
-         WHERE f.workspace_id = %(ws)s AND f.session_id = s.session_id
-           AND f.kind = 'user_text'
-         ORDER BY f.seq LIMIT 3) END"""
-
-LIST_SESSIONS = f"""
-SELECT s.session_id, s.title, s.message_count, s.created_at, s.updated_at, s.source,
-       s.parent_session_id, {_FIRST_PROMPTS}
+# A session with no title of its own is shown by the title its first prompt gives it
+# (`pgsearch.titles`, stored with the session).
+LIST_SESSIONS = """
+SELECT s.session_id, coalesce(s.title, s.prompt_title), s.message_count, s.created_at,
+       s.updated_at, s.source, s.parent_session_id
 FROM sessions s WHERE s.workspace_id = %(ws)s
 ORDER BY s.updated_at DESC NULLS LAST, s.session_id
 LIMIT %(limit)s OFFSET %(offset)s
@@ -716,7 +710,8 @@ WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s AND s.tsv @@ %(t
 FETCH_MESSAGES = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
        substr(m.content, 1, %(chars)s), substr(m.arguments, 1, %(chars)s),
-       substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id
+       substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id,
+       s.prompt_title
 FROM messages m
 JOIN unnest(%(sids)s::text[], %(seqs)s::int[]) AS k(session_id, seq)
   ON m.workspace_id = %(ws)s AND m.session_id = k.session_id AND m.seq = k.seq
@@ -1168,7 +1163,8 @@ def browse_page_sql(
     sql: LiteralString = (
         "SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name,"
         " m.created_at, substr(m.content, 1, %(chars)s), substr(m.arguments, 1, %(chars)s),"
-        " substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id"
+        " substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id,"
+        " s.prompt_title"
         " FROM (" + inner + ") b"
         " JOIN messages m"
         " ON m.workspace_id = %(ws)s AND m.session_id = b.session_id AND m.seq = b.seq"
@@ -1181,9 +1177,9 @@ def browse_page_sql(
 
 # --- serving: one session, the schema revision, API tokens ---------------------------
 
-SESSION_INFO = f"""
-SELECT s.session_id, s.title, s.message_count, s.created_at, s.updated_at, s.source,
-       s.parent_session_id, {_FIRST_PROMPTS}
+SESSION_INFO = """
+SELECT s.session_id, coalesce(s.title, s.prompt_title), s.message_count, s.created_at,
+       s.updated_at, s.source, s.parent_session_id
 FROM sessions s WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s
 """
 

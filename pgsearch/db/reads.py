@@ -260,7 +260,7 @@ def session_fields(workspace: str, plan: FieldPlan, *, capped: bool = True) -> S
 
 def _stored_message(row: Sequence[Any]) -> StoredMessage:
     sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments, *fields = row
-    title, summary, parent = (*fields, None, None, None)[:3]
+    title, summary, parent, prompt_title = (*fields, None, None, None, None)[:4]
     return StoredMessage(
         session_id=sid,
         seq=seq,
@@ -275,6 +275,7 @@ def _stored_message(row: Sequence[Any]) -> StoredMessage:
         title=title,
         summary=summary,
         parent_session_id=parent,
+        prompt_title=prompt_title,
     )
 
 

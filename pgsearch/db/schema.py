@@ -34,6 +34,10 @@ distributed by workspace later without a rewrite.
   library assigned to the append call), unique within its session
   (``messages_append_key_idx``): an append run again after a lost ``COMMIT`` stores
   nothing twice (migration 0008).
+- ``sessions.prompt_title`` is the title the session's first user prompt gives it
+  (`pgsearch.titles`), made when the prompt is stored; it is shown where
+  ``title`` is NULL and is not indexed: ``tsv`` holds only the session's own title
+  and summary (migration 0009).
 
 - ``term_lists``, ``term_list_heads``, ``term_list_state`` hold each workspace's
   impact-ordered postings of its frequent terms, and ``messages.ingest_seq`` the
@@ -100,6 +104,7 @@ sessions = Table(
     Column("parent_session_id", Text),
     Column("title_auto", Boolean, nullable=False, server_default=text("false")),
     Column("title_leaf_seq", Integer),
+    Column("prompt_title", Text),
     PrimaryKeyConstraint("workspace_id", "session_id", name="sessions_pkey"),
     Index(
         "sessions_tsv_idx",

@@ -41,7 +41,6 @@ from pgsearch.errors import IngestError, NotFound, StoreError
 from pgsearch.normalize import stem
 from pgsearch.policy import ASSISTANT_TEXT, USER_TEXT, scrub_secrets, split_tool_names
 from pgsearch.rows import ApiToken, StoredMessage, TableSize
-from pgsearch.titles import prompt_title
 from pgsearch.types import SessionInfo, WorkspaceStats
 
 log = logging.getLogger(__name__)
@@ -89,6 +88,9 @@ class SessionState:
     #: session's messages, that message's seq (`Ingestor._resolve_leaf_titles`).
     title_auto: bool = False
     title_leaf_seq: int | None = None
+    #: The title its first prompt that reads as one gives it (`pgsearch.titles`),
+    #: shown when it has none of its own; never indexed.
+    prompt_title: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +202,7 @@ def _session_state(row: Sequence[Any]) -> SessionState:
         parent_session_id=row[11],
         title_auto=bool(row[12]),
         title_leaf_seq=row[13],
+        prompt_title=row[14],
     )
 
 
@@ -519,6 +522,7 @@ def _update_sessions(
                 "parent_session_id": s.parent_session_id,
                 "title_auto": s.title_auto,
                 "title_leaf_seq": s.title_leaf_seq,
+                "prompt_title": s.prompt_title,
             }
             for s, tsv in states
         ],
@@ -1009,8 +1013,8 @@ def maintenance(statement: LiteralString) -> Work[None]:
 
 def _session_info(r: Sequence[Any]) -> SessionInfo:
     # Titles are shown wherever sessions are listed: scrubbed as an excerpt would be;
-    # a session without one is shown by its first prompt (`pgsearch.titles`).
-    title = r[1] or prompt_title(r[7] if len(r) > 7 else None)
+    # a session without one is shown by the title its first prompt gives it.
+    title = r[1]
     return SessionInfo(
         session_id=r[0],
         title=scrub_secrets(title) if title else None,
