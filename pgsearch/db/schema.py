@@ -42,7 +42,7 @@ distributed by workspace later without a rewrite.
 - ``term_lists``, ``term_list_heads``, ``term_list_state`` hold each workspace's
   impact-ordered postings of its frequent terms, and ``messages.ingest_seq`` the
   order messages were stored in, which tells the messages stored since the lists
-  were built (migration 0009, `pgsearch.impact`).
+  were built (migration 0010, `pgsearch.impact`).
 
 Row Level Security on the tenant tables (migration 0002) is not part of this
 metadata: its policies show a role that does not own the tables only the rows of

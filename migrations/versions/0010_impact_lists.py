@@ -2,7 +2,7 @@
 
 - ``messages.ingest_seq``: the order messages were stored in (from a sequence,
   through a function of its owner so that a writer needs no privilege on it; NULL
-  for messages stored before 0009), indexed per workspace where set
+  for messages stored before 0010), indexed per workspace where set
   (``messages_ingest_seq_idx``): the messages stored after a workspace's lists were
   built (its *tail*) are read by it.
 - ``term_lists``: for each term found in at least `pgsearch.impact.MIN_DF` messages
@@ -19,8 +19,8 @@ All three are tenant tables, distributed by workspace on Citus like the others a
 isolated by the same row level security policy. They are rebuilt whole, one
 workspace a transaction (`pgsearch.impact`), so losing them loses nothing stored.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-12-04
 """
 
@@ -34,8 +34,8 @@ from sqlalchemy.dialects import postgresql
 
 from pgsearch.db import citus
 
-revision: str = "0009"
-down_revision: str | None = "0008"
+revision: str = "0010"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
