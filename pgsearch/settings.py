@@ -101,9 +101,11 @@ class Settings:
     #: user or assistant message); 0 disables.
     speaker_weight: float = 1.0
     #: Searches whose plan caps its candidates (frequent words) read them through the
-    #: workspace's term lists and certify their top results (`pgsearch.impact`);
-    #: off, they read the capped candidates as planned.
-    impact_lists: bool = True
+    #: workspace's term lists and certify their top results (`pgsearch.impact`), and
+    #: ingest keeps the lists current; off (the default: at 100k messages it measured
+    #: slower than the capped read, bench/README.md), the capped candidates are read
+    #: as planned and only `pgsearch maintain` builds lists.
+    impact_lists: bool = False
     #: pg_trgm similarity a vocabulary term needs before edit distance is checked.
     #: One edit leaves a 5-8 letter word at least 0.33 similar to the original (n+1
     #: padded trigrams, at most 3 changed); two edits leave a 9+ letter word at least

@@ -295,7 +295,7 @@ def ingest_paths(
     if report.messages >= MAINTAIN_AFTER:
         # The one place a bulk load is followed by upkeep of what searches read.
         db.after_bulk_load(report.messages)
-    if report.messages:
+    if report.messages and settings.impact_lists:
         # The one place ingest keeps the term lists of bounded searches current.
         db.keep_lists_current(sorted(written))
     return report

@@ -162,7 +162,7 @@ def _exercise(dsn: str, tmp: Path) -> list[UnitRecord]:
         pg.maintain(workspace=WS[0])
         for settings in (
             Settings.from_env(),
-            Settings.from_env().with_(candidate_cap=10, stop_df_ratio=0.2),
+            Settings.from_env().with_(candidate_cap=10, stop_df_ratio=0.2, impact_lists=True),
         ):
             with PgSearch.connect(dsn, settings=settings) as other, other._driver.capture() as s2:
                 provider = other.provider(workspace=WS[0])

@@ -113,6 +113,7 @@ def test_lag_counts_messages_stored_since_the_build(pg: PgSearch, dsn: str) -> N
 def test_ingest_builds_lists_of_a_workspace_that_needs_them(
     pg: PgSearch, dsn: str, tmp_path: Any
 ) -> None:
+    """With bounded searches on (`Settings.impact_lists`); off, it leaves them be."""
     import json
 
     rng = random.Random(5)
@@ -122,7 +123,11 @@ def test_ingest_builds_lists_of_a_workspace_that_needs_them(
         lines = [json.dumps(m) for m in _messages(rng, 50)]
         (folder / f"s{s}.jsonl").write_text("\n".join(lines) + "\n")
     pg.ingest_paths([folder], workspace="w")
-    stats = pg.stats(workspace="w")
+    assert pg.stats(workspace="w").lists_built_at is None
+    pg.forget(workspace="w")
+    with PgSearch.connect(dsn, settings=pg.settings.with_(impact_lists=True)) as on:
+        on.ingest_paths([folder], workspace="w")
+        stats = on.stats(workspace="w")
     assert stats.lists_built_at is not None and stats.lists_behind == 0
     assert stats.listed_terms >= len(WORDS)
 
