@@ -916,13 +916,44 @@ def stats(ctx: Context, workspaces: Sequence[str], as_json: bool) -> None:
         data = {"workspaces": [s.to_json() for s in per], "tables": [t.to_json() for t in sizes]}
         _echo_json(data)
         return
-    _echo("workspace\tsessions\tmessages\tindexed\tvocabulary")
+    _echo("workspace\tsessions\tmessages\tindexed\tvocabulary\tlisted terms\tlists behind")
     for s in per:
-        _echo(f"{s.workspace_id}\t{s.sessions}\t{s.messages}\t{s.indexed_messages}\t{s.vocabulary}")
+        behind = "never built" if s.lists_built_at is None else str(s.lists_behind)
+        _echo(
+            f"{s.workspace_id}\t{s.sessions}\t{s.messages}\t{s.indexed_messages}"
+            f"\t{s.vocabulary}\t{s.listed_terms}\t{behind}"
+        )
     _echo("")
     _echo("table\ttable size\tindex size")
     for t in sizes:
         _echo(f"{t.table}\t{_size(t.table_bytes)}\t{_size(t.index_bytes)}")
+
+
+@main.command()
+@click.option("--workspace", "-w", "workspaces", multiple=True, help="Only these workspaces.")
+@click.option(
+    "--if-behind",
+    is_flag=True,
+    help="Only workspaces whose lists fell behind (as ingest judges), not every one.",
+)
+@pass_ctx
+@handle_errors
+def maintain(ctx: Context, workspaces: Sequence[str], if_behind: bool) -> None:
+    """Rebuild the term lists that bound the work of searches for frequent words.
+
+    Each workspace is rebuilt in one transaction of its own, so a run stopped midway
+    loses nothing: searches use the previous lists and read the messages stored since
+    directly. `pgsearch stats` shows how far behind each workspace's lists are.
+    """
+    with ctx.open() as pg:
+        names = [_known_workspace(pg, w) for w in workspaces] or pg.workspaces()
+        for name in names:
+            done = pg.maintain(workspace=name, force=not if_behind)
+            if done:
+                s = pg.stats(workspace=name)
+                _echo(f"{name}: {s.listed_terms} terms listed")
+            else:
+                _echo(f"{name}: current")
 
 
 @main.command("mcp")
@@ -1189,6 +1220,10 @@ def doctor(ctx: Context, as_json: bool) -> None:
                         {"table": t, "table_bytes": tb, "index_bytes": ib}
                         for t, tb, ib in facts.tables
                     ],
+                    "lists": [
+                        {"workspace_id": ws, "built": built, "behind": behind}
+                        for ws, built, behind in facts.lists
+                    ],
                     "problems": problems,
                 },
                 indent=2,
@@ -1215,6 +1250,12 @@ def doctor(ctx: Context, as_json: bool) -> None:
         _echo(f"schema: revision {facts.revision or 'none'} ({current})")
         sizes = "; ".join(f"{t} {_size(tb)} + {_size(ib)} indexes" for t, tb, ib in facts.tables)
         _echo(f"size: database {_size(facts.database_bytes)}" + (f"; {sizes}" if sizes else ""))
+        if facts.lists:
+            lists = ", ".join(
+                f"{ws} {behind:,} behind" if built else f"{ws} never built"
+                for ws, built, behind in facts.lists
+            )
+            _echo(f"term lists: {lists}")
         for problem in problems:
             _echo(f"problem: {problem}")
         if not problems:

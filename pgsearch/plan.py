@@ -840,6 +840,8 @@ class SearchTrace:
     #: Why the result may differ from an uncapped run of the same rules
     #: (`read_limits`; empty: exact).
     approximate: tuple[str, ...] = ()
+    #: How a capped plan was read through the term lists instead (`pgsearch.impact`).
+    bounded: str | None = None
 
     def describe(self) -> str:
         """The plan as text, for people: strategy, drivers, expansions, stop-like words."""
@@ -875,8 +877,12 @@ class SearchTrace:
         if plan.left_out:
             left = " | ".join(f"({' '.join(plan.unit_words(u))})" for u in plan.left_out)
             lines.append(f"  left out by the scan limit: {left}")
+        if self.bounded:
+            lines.append(f"  read: {self.bounded}")
         if self.approximate:
             lines.append("result: approximate (" + "; ".join(self.approximate) + ")")
+        elif self.bounded:
+            lines.append("result: exact (certified: no hit left unread can reach the top)")
         else:
             lines.append("result: exact (every hit the rules define was ranked)")
         return "\n".join(lines)
@@ -912,6 +918,8 @@ class SearchTrace:
             )
             if self.field_plan is not None:
                 data["fields"] = plan.unit_words(self.field_plan.selective)
+            if self.bounded:
+                data["bounded"] = self.bounded
             data["approximate"] = bool(self.approximate)
             data["approximate_because"] = list(self.approximate)
         return data

@@ -160,6 +160,12 @@ class WorkspaceStats:
     indexed_messages: int
     vocabulary: int
     by_kind: dict[str, int]
+    #: When the term lists of bounded searches were last built (None: never), how
+    #: many messages were stored since (the compaction's lag), and how many terms
+    #: they list (`pgsearch.impact`).
+    lists_built_at: datetime | None = None
+    lists_behind: int = 0
+    listed_terms: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -169,6 +175,11 @@ class WorkspaceStats:
             "indexed_messages": self.indexed_messages,
             "vocabulary": self.vocabulary,
             "by_kind": dict(self.by_kind),
+            "lists_built_at": None
+            if self.lists_built_at is None
+            else self.lists_built_at.isoformat(),
+            "lists_behind": self.lists_behind,
+            "listed_terms": self.listed_terms,
         }
 
 

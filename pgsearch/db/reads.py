@@ -18,10 +18,12 @@ from pgsearch.db import queries as q
 from pgsearch.db.work import Statement, Step, Work
 from pgsearch.deadline import Deadline
 from pgsearch.errors import StoreError
+from pgsearch.impact import ListHead, ListsState
 from pgsearch.plan import CandidatePlan, FieldHit, FieldPlan, Filters, VocabularyLookup
 from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
 
 __all__ = [
+    "bounded_candidates",
     "browse_page",
     "candidates",
     "count_in_scope",
@@ -32,6 +34,9 @@ __all__ = [
     "expand_exact",
     "expand_fuzzy",
     "expand_untrusted_typos",
+    "list_heads",
+    "lists_built_at",
+    "lists_state",
     "page_messages",
     "parse_tf",
     "search_stats",
@@ -153,6 +158,67 @@ def session_spread(filters: Filters, plan: CandidatePlan, *, scan: int) -> State
     """One candidate per session (its newest match) among the first `scan` matches."""
     sql, params = q.session_spread_sql(filters, plan, scan=scan)
     return Statement("candidates per session", sql, params, _candidate)
+
+
+def bounded_candidates(
+    filters: Filters,
+    plan: CandidatePlan,
+    *,
+    listed: Sequence[str],
+    chunks: tuple[int, int],
+    rare: Sequence[str] = (),
+    tail: int = 0,
+    watermark: int = 0,
+    sessions: Sequence[str] = (),
+) -> Statement[CandidateRow]:
+    """Candidates of a capped plan read through the term lists (`pgsearch.impact`)."""
+    sql, params = q.bounded_candidates_sql(
+        filters,
+        plan,
+        listed=listed,
+        chunks=chunks,
+        rare=rare,
+        tail=tail,
+        watermark=watermark,
+        sessions=sessions,
+    )
+    return Statement("bounded candidates", sql, params, _candidate)
+
+
+def list_heads(workspace: str, terms: Sequence[str], *, limit: int) -> Statement[Any]:
+    """The workspace's term list state and the heads of `terms` (raw rows, see
+    `lists_state`)."""
+    return Statement(
+        "list heads",
+        q.LIST_HEADS,
+        {"ws": workspace, "terms": sorted(set(terms)), "limit": limit},
+        lambda r: tuple(r),
+    )
+
+
+def lists_state(rows: Sequence[Sequence[Any]]) -> ListsState | None:
+    """The `list_heads` rows as a `ListsState` (None: never built)."""
+    if not rows:
+        return None
+    built_at, watermark, avg_len, speakers, behind = rows[0][:5]
+    heads = {
+        r[5]: ListHead(term=r[5], df=int(r[6]), chunk_max=tuple(r[7]), theta=float(r[8]))
+        for r in rows
+        if r[5] is not None
+    }
+    return ListsState(
+        built_at=built_at,
+        watermark=int(watermark),
+        avg_len=float(avg_len),
+        behind=int(behind),
+        speakers=tuple(speakers or ()),
+        heads=heads,
+    )
+
+
+def lists_built_at(workspace: str) -> Statement[Any]:
+    """When the workspace's lists were built (to tell a rebuild during a search)."""
+    return Statement("lists built", q.LISTS_BUILT_AT, {"ws": workspace}, lambda r: r[0])
 
 
 def _field_row(row: Sequence[Any]) -> FieldRow:
