@@ -21,11 +21,12 @@ measures the wait for a core, the CPU time what the command itself costs.
 
 With hyperfine installed (``apt install hyperfine``) the warm figures are also
 measured by hyperfine in one run: ``psql -c 'select 1'`` against the same server
-(the floor of any command that asks PostgreSQL something), ``pgsearch --help`` and
-the warm search through ``--dsn``, each as the installed ``pgsearch`` script runs
-(no ``python -m``). ``--base DIR`` adds the same commands of another checkout (its
-``.venv``) to that run, for a before/after comparison on the same machine at the
-same time; the table gives each command's ratio to ``psql``.
+(the floor of any command that asks PostgreSQL something), ``pgsearch --help``,
+``pgsearch search --help`` and the warm search through ``--dsn``, each as the
+installed ``pgsearch`` script runs (no ``python -m``). ``--base DIR`` adds the
+same commands of another checkout (its ``.venv``) to that run, for a before/after
+comparison on the same machine at the same time; the table gives each command's
+ratio to ``psql``.
 
 ``python -m bench.startup --runs 10`` prints a table and writes
 ``bench/RESULTS-startup.json``; ``--hyperfine-only`` skips the embedded server's
@@ -49,6 +50,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -218,13 +220,22 @@ def _script(checkout: Path) -> str:
 
 
 def hyperfine(
-    runs: int, server_dsn: str, *, base: Path | None = None
+    runs: int, server_dsn: str, *, base: Path | None = None, rounds: int = 1
 ) -> dict[str, dict[str, float]]:
-    """``psql -c 'select 1'``, ``pgsearch --help`` and a warm search, timed by hyperfine
-    in one run (and the same commands of the checkout `base`, when given)."""
+    """``psql -c 'select 1'``, ``pgsearch --help``, ``pgsearch search --help`` and a
+    warm search, timed by hyperfine (and the same commands of the checkout `base`, when
+    given).
+
+    hyperfine times one command after the other, so on a machine whose load drifts
+    the last command pays for it. With `rounds` > 1 the runs are split over that many
+    hyperfine calls, the commands in turn in opposite orders, and each figure is the
+    median of all of a command's runs.
+    """
     if shutil.which("hyperfine") is None or shutil.which("psql") is None:
         raise SystemExit("hyperfine and psql are needed (apt install hyperfine postgresql-client)")
     checkouts = {"": ROOT} if base is None else {"": ROOT, " (base)": base.resolve()}
+    times: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     with ExitStack() as stack:
         # Each checkout searches a database its own code migrated and filled.
         dsns = {
@@ -235,48 +246,62 @@ def hyperfine(
         for tag, checkout in checkouts.items():
             script = _script(checkout)
             commands[f"pgsearch --help{tag}"] = shlex.join([script, "--help"])
+            commands[f"pgsearch search --help{tag}"] = shlex.join([script, "search", "--help"])
             commands[f"warm search, system server{tag}"] = shlex.join(
                 [script, "--dsn", dsns[tag], *QUERY]
             )
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "hyperfine.json"
-            names = []
-            for name, command in commands.items():
-                names += ["-n", name, command]
-            subprocess.run(
-                [
-                    "hyperfine",
-                    "-N",
-                    "--warmup",
-                    "3",
-                    "--runs",
-                    str(runs),
-                    "--export-json",
-                    str(out),
-                    "--style",
-                    "none",
-                    *names,
-                ],
-                check=True,
-                env=_env(None),
-                stdout=subprocess.DEVNULL,
-            )
-            data = json.loads(out.read_text(encoding="utf-8"))
+        per_round = max(2, -(-runs // rounds))
+        for turn in range(rounds):
+            order = list(commands.items())
+            if turn % 2:
+                order.reverse()
+            for row in _hyperfine_round(order, per_round):
+                times.setdefault(row["command"], []).extend(row["times"])
+                # hyperfine gives each command's mean user and system time.
+                cpu.setdefault(row["command"], []).append(row["user"] + row["system"])
     results: dict[str, dict[str, float]] = {}
-    floor = None
-    for row in data["results"]:
-        figures = {
-            "runs": len(row["times"]),
-            "median_ms": round(row["median"] * 1000, 1),
-            "min_ms": round(row["min"] * 1000, 1),
-            "max_ms": round(row["max"] * 1000, 1),
-            "cpu_median_ms": round((row["user"] + row["system"]) * 1000, 1),
+    floor = statistics.median(times["psql -c 'select 1'"])
+    for name in commands:
+        samples = times[name]
+        results[f"hyperfine: {name}"] = {
+            "runs": len(samples),
+            "median_ms": round(statistics.median(samples) * 1000, 1),
+            "min_ms": round(min(samples) * 1000, 1),
+            "max_ms": round(max(samples) * 1000, 1),
+            "cpu_median_ms": round(statistics.median(cpu[name]) * 1000, 1),
+            "vs_psql": round(statistics.median(samples) / floor, 2),
         }
-        if floor is None:
-            floor = row["median"]
-        figures["vs_psql"] = round(row["median"] / floor, 2)
-        results[f"hyperfine: {row['command']}"] = figures
     return results
+
+
+def _hyperfine_round(commands: list[tuple[str, str]], runs: int) -> list[dict[str, Any]]:
+    """One hyperfine call over `commands` (name, command line): its JSON results."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "hyperfine.json"
+        names = []
+        for name, command in commands:
+            names += ["-n", name, command]
+        subprocess.run(
+            [
+                "hyperfine",
+                "-N",
+                "--warmup",
+                "3",
+                "--runs",
+                str(runs),
+                "--export-json",
+                str(out),
+                "--style",
+                "none",
+                *names,
+            ],
+            check=True,
+            env=_env(None),
+            stdout=subprocess.DEVNULL,
+        )
+        data = json.loads(out.read_text(encoding="utf-8"))
+    rows: list[dict[str, Any]] = data["results"]
+    return rows
 
 
 def _load() -> str:
@@ -299,6 +324,12 @@ def main(argv: list[str] | None = None) -> int:
         "--hyperfine-only", action="store_true", help="Only the figures hyperfine measures."
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="Split hyperfine's runs over this many calls, the commands in alternating order.",
+    )
+    parser.add_argument(
         "--out", type=Path, default=ROOT / "bench" / "RESULTS-startup.json", help="JSON output."
     )
     args = parser.parse_args(argv)
@@ -307,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.hyperfine_only:
         results.update(measure(args.runs, args.dsn))
     if shutil.which("hyperfine") is not None or args.hyperfine_only:
-        results.update(hyperfine(args.runs, args.dsn, base=args.base))
+        results.update(hyperfine(args.runs, args.dsn, base=args.base, rounds=args.rounds))
     print(f"load average before {load_before}, after {_load()}")
     print(f"{'whole process':50} {'median':>9} {'min':>9} {'max':>9} {'CPU':>9} {'/psql':>6}")
     for what, row in results.items():

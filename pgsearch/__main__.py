@@ -1,3 +1,3 @@
-from pgsearch.cli import main
+from pgsearch.cli import run
 
-main()
+run()

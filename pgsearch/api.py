@@ -343,6 +343,18 @@ class PgSearch:
     def stats(self, *, workspace: str) -> WorkspaceStats:
         return self._driver.run(stats_unit(workspace))
 
+    def maintain(self, *, workspace: str, force: bool = True) -> bool:
+        """Rebuild the workspace's term lists of bounded searches (`pgsearch.impact`),
+        or with ``force=False`` only when they fell behind; True when rebuilt.
+
+        Each workspace is rebuilt in one transaction of its own: killed midway, the
+        lists stay as they were and searches read the messages stored since."""
+        workspace = check_workspace(workspace)
+        if force:
+            self._store.build_lists(workspace)
+            return True
+        return bool(self._store.keep_lists_current([workspace]))
+
     def table_sizes(self) -> list[TableSize]:
         """Table and index bytes of pgsearch's tables."""
         return self._driver.run(table_sizes_unit(citus=self._driver.citus))

@@ -55,8 +55,21 @@ _CJK_CLASS = (
     "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
 )
-_CJK_RE = re.compile(f"[{_CJK_CLASS}]")
-_CJK_SPLIT_RE = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+
+
+@cache
+def _cjk_re() -> re.Pattern[str]:
+    """One CJK character (compiled on the first non-ASCII text: a short command whose
+    text is ASCII never pays for these classes)."""
+    return re.compile(f"[{_CJK_CLASS}]")
+
+
+@cache
+def _cjk_split_re() -> re.Pattern[str]:
+    """Runs of CJK characters and runs of anything else."""
+    return re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+
+
 # Letters, digits and spacing marks (Indic vowel signs belong inside words).
 _WORD_RE = re.compile(r"(?:[^\W_]|[\u0900-\u0dff\u0e00-\u0eff])+")
 _ASCII_WORD_RE = re.compile(r"[a-z0-9]+")
@@ -123,7 +136,7 @@ def normalize(text: str) -> str:
 
 def is_cjk(text: str) -> bool:
     """True when `text` contains a CJK character."""
-    return _CJK_RE.search(text) is not None
+    return not text.isascii() and _cjk_re().search(text) is not None
 
 
 def _words(key: str) -> list[str]:
@@ -156,13 +169,13 @@ def iter_tokens(text: str, *, normalized: bool = False) -> Iterable[Token]:
         return
     for match in _WORD_RE.finditer(key):
         word = match.group()
-        if not _CJK_RE.search(word):
+        if not is_cjk(word):
             position += 1
             yield Token(word[:MAX_TERM_CHARS], min(position, MAX_POSITION), match.start())
             continue
         offset = match.start()
-        for part in _CJK_SPLIT_RE.findall(word):
-            if _CJK_RE.match(part):
+        for part in _cjk_split_re().findall(word):
+            if _cjk_re().match(part):
                 for i, ch in enumerate(part):
                     position += 1
                     pos = min(position, MAX_POSITION)
@@ -264,8 +277,9 @@ def query_words(query: str) -> tuple[list[QueryWord], list[list[str]]]:
     for unit, chunk in enumerate(chunks):
         terms: list[tuple[str, int | None]] = []
         for match in _WORD_RE.finditer(normalize(chunk)):
-            for part in _CJK_SPLIT_RE.findall(match.group()):
-                if _CJK_RE.match(part):
+            word = match.group()
+            for part in _cjk_split_re().findall(word) if is_cjk(word) else (word,):
+                if is_cjk(part):
                     if len(part) <= 2:
                         terms.append((part, runs))
                     else:

@@ -398,10 +398,22 @@ class CandidatePlan:
     #: Words at or above the stop-like document frequency, and that frequency.
     stop_like: tuple[str, ...] = ()
     stop_df: float = 0.0
+    #: The selective units not read because their df would pass
+    #: ``candidate_scan_limit`` (``any_unit`` strategies only): their messages are
+    #: hits too, but only those the drivers also find are ranked.
+    left_out: tuple[Unit, ...] = ()
 
     @property
     def newest_first(self) -> bool:
         return self.strategy == "all_words_newest"
+
+    @property
+    def hit_units(self) -> tuple[Unit, ...]:
+        """The units a message holds one of to be a hit under the rules, with no cap
+        and no scan limit: every word (the ``all_words`` strategies), or any selective
+        unit. A stop-like word scores in a hit but never makes one on its own. An
+        exhaustive run ranks all of these (`pgsearch.search.SearchEngine`)."""
+        return self.drivers + self.left_out
 
     @property
     def driver_df(self) -> int:
@@ -457,6 +469,7 @@ def plan_candidates(
         drivers.append(i)
         total += dfs[i]
     chosen = tuple(units[i] for i in drivers)
+    common["left_out"] = tuple(units[i] for i in selective[len(drivers) :])
     if total <= cap:
         return CandidatePlan(strategy="any_unit", drivers=chosen, cap=cap, **common)
     n = max(stats.n_indexed, 1)
@@ -673,6 +686,43 @@ def field_hits(
     return out
 
 
+# --- 4b. exact or approximate -----------------------------------------------------------
+
+
+def read_limits(
+    plan: CandidatePlan,
+    field_plan: FieldPlan | None,
+    *,
+    candidates_read: int,
+    fields_read: int,
+    spread: bool = False,
+) -> tuple[str, ...]:
+    """Why the rows read may not be every hit the rules define (none: the result is
+    exact, the same as an uncapped run of the same scorer would give).
+
+    The reads are exact by construction unless a limit cut them: the candidates
+    filled the plan's cap (the newest or best-covering cap of more matches), selective
+    units were left out by the scan limit, the titles and summaries filled their cap,
+    or one match per session was read among the first matches beyond the cap
+    (`spread`). Scores come from the same statistics either way, and the order of
+    hits depends on nothing else (`ranking.Ranked.order_key`)."""
+    why: list[str] = []
+    if candidates_read >= plan.cap:
+        which = {
+            "all_words_newest": "the newest ",
+            "any_unit_by_coverage": "the best-covering ",
+        }.get(plan.strategy, "")
+        why.append(f"candidates: {which}{plan.cap} read of more matches")
+    if plan.left_out:
+        words = " | ".join(f"({' '.join(plan.unit_words(u))})" for u in plan.left_out)
+        why.append(f"units left out by the scan limit: {words}")
+    if field_plan is not None and fields_read >= field_plan.cap:
+        why.append(f"titles/summaries: {field_plan.cap} read of more matches")
+    if spread:
+        why.append("one match per session among the first matches beyond the cap")
+    return tuple(why)
+
+
 # --- 5. scoring ----------------------------------------------------------------------
 
 
@@ -809,6 +859,11 @@ class SearchTrace:
     field_plan: FieldPlan | None = None
     #: Each statement run, then the server's plan for it.
     statements: tuple[str, ...] = ()
+    #: Why the result may differ from an uncapped run of the same rules
+    #: (`read_limits`; empty: exact).
+    approximate: tuple[str, ...] = ()
+    #: How a capped plan was read through the term lists instead (`pgsearch.impact`).
+    bounded: str | None = None
 
     def describe(self) -> str:
         """The plan as text, for people: strategy, drivers, expansions, stop-like words."""
@@ -841,6 +896,17 @@ class SearchTrace:
             lines.append(
                 f"  titles/summaries: any of {words}, at most {fields.cap}; hits alone: {alone}"
             )
+        if plan.left_out:
+            left = " | ".join(f"({' '.join(plan.unit_words(u))})" for u in plan.left_out)
+            lines.append(f"  left out by the scan limit: {left}")
+        if self.bounded:
+            lines.append(f"  read: {self.bounded}")
+        if self.approximate:
+            lines.append("result: approximate (" + "; ".join(self.approximate) + ")")
+        elif self.bounded:
+            lines.append("result: exact (certified: no hit left unread can reach the top)")
+        else:
+            lines.append("result: exact (every hit the rules define was ranked)")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -870,7 +936,12 @@ class SearchTrace:
                 },
                 stop_like=list(plan.stop_like),
                 stop_df=plan.stop_df,
+                left_out=[plan.unit_words(u) for u in plan.left_out],
             )
             if self.field_plan is not None:
                 data["fields"] = plan.unit_words(self.field_plan.selective)
+            if self.bounded:
+                data["bounded"] = self.bounded
+            data["approximate"] = bool(self.approximate)
+            data["approximate_because"] = list(self.approximate)
         return data

@@ -12,7 +12,7 @@ match always outranks a typo match of the same word.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -184,6 +184,48 @@ class Scorer:
         if self.coverage_exponent and self.importance > 0:
             total *= (covered / self.importance) ** self.coverage_exponent
         return total, matched
+
+    def upper_bound(
+        self,
+        impacts: Sequence[Mapping[str, float]],
+        *,
+        must: Sequence[Sequence[int]],
+        speakers: frozenset[str] = frozenset(),
+    ) -> float:
+        """The most `score` can give a document known only by bounds: `impacts[i]`
+        maps each term of group i the document may hold to the largest
+        ``tf / (tf + norm)`` it can have there under this scorer's average length
+        (a term absent from it is not held); `speakers` are the terms its speaker's
+        name may hold (scored as `score` scores them); `must` lists the alternative
+        sets of groups the document holds in its text all of (it is found by one of
+        them), so that none satisfiable bounds it at 0.
+
+        Mirrors `score`: per group the best expansion's ``weight * idf * (k1 + 1) *
+        impact`` (or the speaker match), times the coverage of every group it may
+        hold, each factor at its largest.
+        """
+        in_text = [bool(i) for i in impacts]
+        if not any(all(in_text[g] for g in need) for need in must):
+            return 0.0
+        total = 0.0
+        covered = 0.0
+        for (group_idf, importance, expansions), bounds in zip(self.groups, impacts, strict=True):
+            best = 0.0
+            held = False
+            for term, weight in expansions:
+                bound = bounds.get(term)
+                if bound is not None:
+                    best = max(best, weight * group_idf * (K1 + 1.0) * min(bound, 1.0))
+                    held = True
+                if self.field_weight and term in speakers:
+                    best = max(best, self.field_weight * weight * group_idf)
+                    held = True
+            if held:
+                total += best
+                covered += importance
+        if self.coverage_exponent and self.importance > 0:
+            total *= min(covered / self.importance, 1.0) ** self.coverage_exponent
+        return total
 
 
 def speaker_terms(kind: str, speaker: str | None) -> frozenset[str]:

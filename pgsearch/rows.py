@@ -30,6 +30,14 @@ class StoredMessage:
     summary: str | None = None
     #: The session that started this one (a sub-agent's), when the read joins it.
     parent_session_id: str | None = None
+    #: The title the session's first prompt gives it (`pgsearch.titles`), when the
+    #: read joins it: shown where `title` is None, never matched.
+    prompt_title: str | None = None
+
+    @property
+    def shown_title(self) -> str | None:
+        """The title the session is shown by: its own, else its first prompt's."""
+        return self.title or self.prompt_title
 
 
 #: How a vocabulary term was found for a query word.

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from pgsearch import policy
+from pgsearch import impact, policy
 from pgsearch.cursor import (
     CursorCodec,
     browse_position,
@@ -39,6 +39,7 @@ from pgsearch.plan import (
     CandidatePlan,
     Evidence,
     FieldHit,
+    FieldPlan,
     Filters,
     ParsedQuery,
     SearchTrace,
@@ -52,11 +53,12 @@ from pgsearch.plan import (
     plan_candidates,
     plan_fields,
     rare_terms,
+    read_limits,
     score_candidates,
     unit_indexes,
     vocabulary_lookup,
 )
-from pgsearch.ranking import Ranked, page_after, rank
+from pgsearch.ranking import Corpus, Ranked, Scorer, page_after, rank, speaker_terms
 from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
 from pgsearch.settings import IndexPolicy, Settings
 from pgsearch.types import (
@@ -109,10 +111,14 @@ class SearchEngine:
         #: Read the direct plan with the vocabulary (`pgsearch.plan.direct_candidates_hold`);
         #: off, every search reads its plan's statements after the vocabulary.
         self.direct = direct and not exhaustive
-        #: Rank every message holding any expansion of any word, and every session
-        #: whose title or summary holds a selective word, with no cap: the reference
-        #: ranking (slow on common words) that faster reads are checked against.
+        #: Rank every hit the planner's rules define, with no cap and no scan limit
+        #: (`pgsearch.plan.CandidatePlan.hit_units`: any selective unit, or every
+        #: word), and every session whose title or summary holds a selective word:
+        #: the reference ranking (slow on common words) that the capped reads are
+        #: checked against, and that a result not marked ``approximate`` equals.
         self.exhaustive = exhaustive
+        #: Capped plans read through the workspace's term lists (`pgsearch.impact`).
+        self.uses_lists = settings.impact_lists and not exhaustive
         self._cursor_key: bytes | None = None
 
     def unit(
@@ -222,6 +228,12 @@ class SearchEngine:
             first.append(reads.expand_exact(ws, lookup))
             if shaped:
                 first.append(reads.expand_untrusted_typos(ws, lookup, shaped))
+        # The state of the term lists, for a plan that caps its candidates.
+        lists = self.uses_lists and filters.only_kinds
+        if lists:
+            first.append(
+                reads.list_heads(ws, lookup.words + lookup.stems, limit=impact.TAIL_MAX + 1)
+            )
         got = list((yield Step(tuple(first))))
         stats: SearchStats = got.pop(0)[0]
         searched: int = stats.in_scope if filters.only_kinds else got.pop(0)[0]
@@ -234,6 +246,7 @@ class SearchEngine:
             if shaped:
                 targets = set(fuzzy_targets(lookup, found))
                 found += [row for row in got.pop(0) if row.word_index in targets]
+        lists_state = reads.lists_state(got.pop(0)) if lists else None
         groups = choose_expansions(
             query,
             found,
@@ -247,6 +260,34 @@ class SearchEngine:
             )
         plan = plan_candidates(query, groups, stats, settings)
         field_plan = plan_fields(filters, groups, stats, settings)
+        bounded = (
+            None
+            if self.exhaustive
+            else impact.bounded_plan(plan, lists_state, rare_limit=settings.candidate_cap)
+        )
+        if bounded is not None:
+            known_fields: list[FieldRow] | None = None
+            if field_plan is None:
+                known_fields = []
+            elif (
+                direct_titles
+                and read is not None
+                and direct_fields_hold(groups, field_plan, len(read.fields), read.chosen)
+            ):
+                known_fields = read.fields
+            return (
+                yield from self._bounded_search(
+                    filters,
+                    plan,
+                    field_plan,
+                    bounded,
+                    stats,
+                    known_fields,
+                    per_session,
+                    paging,
+                    searched,
+                )
+            )
         # The plan's own reads, unless the direct ones are theirs: one trip.
         candidates: list[CandidateRow] | None = None
         field_rows: list[FieldRow] | None = None
@@ -282,6 +323,15 @@ class SearchEngine:
                 field_rows = got.pop(0)
         assert candidates is not None and field_rows is not None
         capped = not self.exhaustive and len(candidates) >= plan.cap
+        limits: tuple[str, ...] = ()
+        if not self.exhaustive:
+            limits = read_limits(
+                plan,
+                field_plan,
+                candidates_read=len(candidates),
+                fields_read=len(field_rows),
+                spread=capped and per_session,
+            )
         if capped and per_session:
             # The cap's messages may come from a few sessions: one more candidate
             # per session among many more matches, so that the sessions shown are
@@ -314,9 +364,165 @@ class SearchEngine:
             searched=searched,
             next_cursor=paging.next_cursor(list(page[-1].order_key)) if more and page else None,
             candidates_capped=capped,
+            approximate=bool(limits),
             notice=capped_notice(plan) if capped and not more else None,
         )
-        return result, SearchTrace(mode="ranked", plan=plan, field_plan=field_plan)
+        trace = SearchTrace(mode="ranked", plan=plan, field_plan=field_plan, approximate=limits)
+        return result, trace
+
+    def _bounded_search(
+        self,
+        filters: Filters,
+        plan: CandidatePlan,
+        field_plan: FieldPlan | None,
+        bounded: impact.BoundedPlan,
+        stats: SearchStats,
+        field_rows: list[FieldRow] | None,
+        per_session: bool,
+        paging: Paging,
+        searched: int,
+    ) -> Work[tuple[SessionQueryResult, SearchTrace]]:
+        """A capped plan read through the term lists (`pgsearch.impact`): the first
+        chunks of each listed term, every match of the others and of the tail, then
+        in one more trip every match in the sessions whose title or summary matched,
+        with more chunks when the first read does not certify the top results."""
+        settings = self.settings
+        ws = filters.workspace
+        state = bounded.state
+        evidence = Evidence.from_settings(settings)
+        chunks = impact.FIRST_CHUNKS
+        reading: list[Statement[Any]] = [
+            reads.bounded_candidates(
+                filters,
+                plan,
+                listed=bounded.listed,
+                chunks=(0, chunks),
+                rare=bounded.rare,
+                tail=2 * impact.TAIL_MAX,
+                watermark=state.watermark,
+            ),
+            reads.lists_built_at(ws),
+        ]
+        if field_rows is None:
+            assert field_plan is not None
+            reading.append(reads.session_fields(ws, field_plan))
+        got = list((yield Step(tuple(reading))))
+        candidates = _distinct(got.pop(0))
+        rebuilt = got.pop(0) != [state.built_at]
+        if field_rows is None:
+            field_rows = got.pop(0)
+        fields: dict[str, FieldHit] = {}
+        if field_plan is not None:
+            fields = field_hits(field_rows, plan.groups, stats, alone=field_plan.alone)
+        scorer = Scorer(
+            plan.groups,
+            Corpus(stats.n_indexed, stats.total_len),
+            per_expansion_idf=evidence.per_expansion_idf,
+            field_weight=evidence.speaker,
+        )
+        speakers: frozenset[str] = frozenset()
+        if evidence.speaker:
+            speakers = frozenset(
+                t for name in state.speakers for t in speaker_terms(policy.USER_TEXT, name)
+            )
+        stage1 = replace(evidence, context=0.0, session=0.0)
+        after = ranked_position(paging.after)
+
+        def bound_at(chunks: int) -> float:
+            return impact.unseen_bound(scorer, plan, bounded, chunks, speakers=speakers)
+
+        # The first read: do its scores already put the page's hits out of reach of
+        # a hit not read, with its evidence at most? If not, more chunks are read
+        # with the sessions below.
+        hits = score_candidates(candidates, plan.groups, stats, fields, {}, stage1)
+        k = paging.limit + impact.before(hits, after, per_session=per_session)
+        reach = impact.evidence_reach(
+            bound_at(chunks), context=evidence.context, session=evidence.session
+        )
+        more = not impact.certified(hits, k, reach, per_session=per_session) and any(
+            len(state.heads[t].chunk_max) > chunks for t in bounded.listed
+        )
+        # Every hit of the sessions the page may show is read (their neighbouring
+        # turns' and session evidence is then exact), and of those whose title or
+        # summary matched (their boost stays out of the bound); those with no
+        # message read yet get an entry.
+        full = impact.leading_sessions(
+            score_candidates(candidates, plan.groups, stats, fields, {}, evidence),
+            2 * k,
+            per_session=per_session,
+        ) | set(fields)
+        orphans = orphan_hits(candidates, fields)
+        second: list[Statement[Any]] = [
+            reads.bounded_candidates(
+                filters,
+                plan,
+                listed=bounded.listed if more else (),
+                chunks=(chunks, impact.MORE_CHUNKS),
+                sessions=sorted(full),
+            )
+        ]
+        if more:
+            second.append(reads.lists_built_at(ws))
+        if orphans:
+            second.append(reads.session_anchors(ws, orphans))
+        got = list((yield Step(tuple(second))))
+        candidates = _distinct(candidates + got.pop(0))
+        if more:
+            rebuilt = rebuilt or got.pop(0) != [state.built_at]
+            chunks = impact.MORE_CHUNKS
+        anchors: dict[str, StoredMessage] = {}
+        if orphans:
+            anchors = {m.session_id: m for m in got.pop(0)}
+        bound = bound_at(chunks)
+        exact = impact.certified_with_evidence(
+            score_candidates(candidates, plan.groups, stats, fields, {}, stage1),
+            score_candidates(candidates, plan.groups, stats, fields, anchors, evidence),
+            full,
+            k,
+            bound,
+            context=evidence.context,
+            session=evidence.session,
+            per_session=per_session,
+        )
+        limits: list[str] = []
+        if rebuilt:
+            limits.append("term lists: rebuilt while the search read them")
+        if not exact:
+            limits.append(
+                f"term lists: the top {k} not certified after {chunks} chunks a term "
+                f"(a message not read may score up to {bound:.4g} before evidence)"
+            )
+        if field_plan is not None and len(field_rows) >= field_plan.cap:
+            limits.append(f"titles/summaries: {field_plan.cap} read of more matches")
+        scored = score_candidates(candidates, plan.groups, stats, fields, anchors, evidence)
+        ranked = rank(
+            scored,
+            per_session=per_session,
+            floor=settings.relative_floor,
+            keep=rare_terms(plan.groups),
+        )
+        page, more_hits = page_after(ranked, ranked_position(paging.after), paging.limit)
+        result = SessionQueryResult(
+            matches=tuple((yield from self._materialise(ws, page, paging))),
+            searched=searched,
+            next_cursor=(
+                paging.next_cursor(list(page[-1].order_key)) if more_hits and page else None
+            ),
+            approximate=bool(limits),
+        )
+        read = (
+            f"term lists: {len(bounded.listed)} listed, {len(bounded.rare)} read whole, "
+            f"{chunks} chunks a term, {len(candidates)} candidates, "
+            + ("certified" if exact else "not certified")
+        )
+        trace = SearchTrace(
+            mode="ranked",
+            plan=plan,
+            field_plan=field_plan,
+            approximate=tuple(limits),
+            bounded=read,
+        )
+        return result, trace
 
     def _browse(
         self, filters: Filters, per_session: bool, paging: Paging
@@ -388,6 +594,18 @@ class SearchEngine:
         )
 
 
+def _distinct(rows: Sequence[CandidateRow]) -> list[CandidateRow]:
+    """Each candidate once (a bounded read may return one from several parts)."""
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for row in rows:
+        key = (row.session_id, row.seq)
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
+
+
 def capped_notice(plan: CandidatePlan) -> str:
     """What a host shows when the last page of a capped search is reached."""
     which = "newest " if plan.newest_first else ""
@@ -405,6 +623,13 @@ def _searched(filters: Filters) -> Statement[Any]:
 
 def _in_scope(row: SearchStats | int) -> int:
     return row.in_scope if isinstance(row, SearchStats) else row
+
+
+def _shown_title(m: StoredMessage) -> str | None:
+    """The title a hit's session is shown by (its own, else its first prompt's),
+    scrubbed as an excerpt is and clipped."""
+    title = m.shown_title
+    return clip(policy.scrub_secrets(title), MAX_TITLE_BYTES) if title else None
 
 
 def materialise(
@@ -461,7 +686,7 @@ def materialise(
                 highlights=highlights,
                 created_at=m.created_at,
                 score=hit.score,
-                title=clip(policy.scrub_secrets(m.title), MAX_TITLE_BYTES) if m.title else None,
+                title=_shown_title(m),
                 parent_session_id=m.parent_session_id,
             )
         )

@@ -104,6 +104,19 @@ def compiled(pattern: str) -> Any:
     return re2.compile(pattern)
 
 
+class _Pattern:
+    """An RE2 pattern compiled on first use (`compiled`): every one of pgsearch's own
+    patterns waits behind a keyword, so most texts never need most of them."""
+
+    __slots__ = ("pattern",)
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(compiled(self.pattern), name)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RuleSet:
     rules: tuple[Rule, ...]
@@ -313,7 +326,7 @@ class Shape:
 
 
 _EXTRA_SHAPES = tuple(
-    Shape(regex=re2.compile(pattern), group=group, keywords=keywords)
+    Shape(regex=_Pattern(pattern), group=group, keywords=keywords)
     for pattern, group, keywords in (
         # OpenAI / Anthropic style keys of any length (sk-..., sk-proj-..., sk-ant-...).
         (r"\bsk-[A-Za-z0-9_\-]{16,}", 0, ("sk-",)),
@@ -383,13 +396,13 @@ _EXTRA_SHAPES = tuple(
 
 #: "Bearer x", "token x" outside a header: the credential must look random (a digit,
 #: a symbol, or a lower-to-upper change), so "token validation" stays prose.
-_SCHEME_CREDENTIAL = re2.compile(r"(?i)\b(?:bearer|basic|token)[ \t]+([A-Za-z0-9._~+/=\-]{8,})")
-_RANDOM_LOOKING = re2.compile(r"[0-9_~+/=]|[a-z][A-Z]")
+_SCHEME_CREDENTIAL = _Pattern(r"(?i)\b(?:bearer|basic|token)[ \t]+([A-Za-z0-9._~+/=\-]{8,})")
+_RANDOM_LOOKING = _Pattern(r"[0-9_~+/=]|[a-z][A-Z]")
 
 # --- assignments to secret-like keys ---------------------------------------------
 
 _KEY_WORD = r"(?:pass|pwd|secret|token|credential|creds|auth|key)"
-_ASSIGNMENT = re2.compile(
+_ASSIGNMENT = _Pattern(
     # The key: an identifier holding a secret-ish word, maybe quoted or escaped-quoted.
     r"(?i)(?P<key>[A-Za-z0-9_.\-]*" + _KEY_WORD + r"[A-Za-z0-9_.\-]*)"
     r"(?:\\?[\"'`])?"
@@ -402,12 +415,17 @@ _ASSIGNMENT = re2.compile(
     r"|(?P<bare>[^\s\"'`,;)}\]&|]+)"
     r")"
 )
-_VALUE_GROUPS = tuple(
-    (name, _ASSIGNMENT.groupindex[name]) for name in ("eq", "dq", "sq", "bq", "bare")
-)
-_SEP, _PRE, _POST = (_ASSIGNMENT.groupindex[n] for n in ("sep", "pre", "post"))
-_KEY = _ASSIGNMENT.groupindex["key"]
-_WORD_SPLIT = re2.compile(r"[A-Z]?[a-z]+|[A-Z]+(?:[a-z]+)?|[0-9]+")
+#: The value's groups, one per quoting style.
+_VALUE_NAMES = ("eq", "dq", "sq", "bq", "bare")
+
+
+@cache
+def _group_of() -> dict[str, int]:
+    """`_ASSIGNMENT`'s group numbers by name."""
+    return dict(_ASSIGNMENT.groupindex)
+
+
+_WORD_SPLIT = _Pattern(r"[A-Z]?[a-z]+|[A-Z]+(?:[a-z]+)?|[0-9]+")
 
 #: A key with one of these words makes any literal value a secret.
 STRONG_WORDS = frozenset(
@@ -455,11 +473,11 @@ _NOT_VALUES = frozenset(
         "self", "this", "redacted",
     }
 )  # fmt: skip
-_PLACEHOLDER = re2.compile(
+_PLACEHOLDER = _Pattern(
     r"^(?:\$\S*|\{\{.*\}\}|<[^>]*>|%\(?\w*\)?s|\[redacted\]|[*x.•…_\-#?]+|\.\.\.)$"
 )
-_CODE_VALUE = re2.compile(r"^[A-Za-z_][\w.]*[(\[]|^[\[{(]|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
-_LITERAL_CHARS = re2.compile(r"[0-9]|[^\w.\-]|[a-z][A-Z]")
+_CODE_VALUE = _Pattern(r"^[A-Za-z_][\w.]*[(\[]|^[\[{(]|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+_LITERAL_CHARS = _Pattern(r"[0-9]|[^\w.\-]|[a-z][A-Z]")
 
 
 def _group(text: str, m: Any, group: int) -> str:
@@ -501,13 +519,14 @@ def looks_random(value: str) -> bool:
 
 
 def _assignment_spans(text: str) -> Iterator[tuple[int, int]]:
+    group_of = _group_of()
     for m in _ASSIGNMENT.finditer(_subject(text)):
-        strength = key_strength(_group(text, m, _KEY))
+        strength = key_strength(_group(text, m, group_of["key"]))
         if strength == "none":
             continue
         quoted, start, end = False, -1, -1
-        for name, group in _VALUE_GROUPS:
-            start, end = m.span(group)
+        for name in _VALUE_NAMES:
+            start, end = m.span(group_of[name])
             if start >= 0:
                 quoted = name != "bare"
                 break
@@ -530,8 +549,9 @@ def _is_secret_value(value: str, m: Any, strength: str, *, quoted: bool, text: s
     lowered = stripped.lower()
     if any(word in lowered for word in ("password", "passwd", "secret", "token")):
         return False  # a variable named after the secret: password=password
-    spaced = m.end(_PRE) > m.start(_PRE) or m.end(_POST) > m.start(_POST)
-    if _group(text, m, _SEP) == "=" and not spaced:
+    pre, post, sep = (_group_of()[name] for name in ("pre", "post", "sep"))
+    spaced = m.end(pre) > m.start(pre) or m.end(post) > m.start(post)
+    if _group(text, m, sep) == "=" and not spaced:
         return True  # KEY=value: environment files, shells, query strings, flags
     if _LITERAL_CHARS.search(stripped) or looks_random(stripped):
         return True

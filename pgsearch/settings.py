@@ -100,6 +100,12 @@ class Settings:
     #: Match weight of a query word naming a message's speaker (the ``name`` of a
     #: user or assistant message); 0 disables.
     speaker_weight: float = 1.0
+    #: Searches whose plan caps its candidates (frequent words) read them through the
+    #: workspace's term lists and certify their top results (`pgsearch.impact`), and
+    #: ingest keeps the lists current; off (the default: at 100k messages it measured
+    #: slower than the capped read, bench/README.md), the capped candidates are read
+    #: as planned and only `pgsearch maintain` builds lists.
+    impact_lists: bool = False
     #: pg_trgm similarity a vocabulary term needs before edit distance is checked.
     #: One edit leaves a 5-8 letter word at least 0.33 similar to the original (n+1
     #: padded trigrams, at most 3 changed); two edits leave a 9+ letter word at least
@@ -208,6 +214,13 @@ class Settings:
             if flag not in _TRUE | _FALSE:
                 raise ConfigError(f"PGSEARCH_RLS must be on or off (1/0, true/false), got {flag!r}")
             values["row_level_security"] = flag in _TRUE
+        if "PGSEARCH_IMPACT_LISTS" in env:
+            flag = env["PGSEARCH_IMPACT_LISTS"].strip().lower()
+            if flag not in _TRUE | _FALSE:
+                raise ConfigError(
+                    f"PGSEARCH_IMPACT_LISTS must be on or off (1/0, true/false), got {flag!r}"
+                )
+            values["impact_lists"] = flag in _TRUE
         if "PGSEARCH_CITUS_SINGLE_SHARD" in env:
             flag = env["PGSEARCH_CITUS_SINGLE_SHARD"].strip().lower()
             if flag not in _TRUE | _FALSE:

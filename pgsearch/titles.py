@@ -4,8 +4,12 @@ Agents record a title for some sessions (Claude Code summaries and custom titles
 a title field); the rest are shown by their first user prompt that reads as one:
 markup an agent wraps around a prompt (``<command-name>``, system reminders, the
 local-command caveat) and Markdown marks are taken out, whitespace folded, and the
-text cut on a word to `MAX_TITLE_CHARS`. This is done when a session is shown, not stored: a title
-found this way is not searched as a title (it is already searched as the prompt).
+text cut on a word to `MAX_TITLE_CHARS`.
+
+Such a title is made once, when the prompt is stored (`pgsearch.ingest.write`), and
+kept in ``sessions.prompt_title`` beside the session's own ``title``: it is shown
+where the session has none (its own wins whenever it comes), and it is never
+searched as a title (the prompt is already searched as a message).
 """
 
 from __future__ import annotations
@@ -13,8 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from pgsearch.policy import scrub_secrets
+
 #: How long a title made from a prompt may be, in characters (an ellipsis added).
 MAX_TITLE_CHARS = 80
+#: How much of a prompt is read to title it, in characters: room for the blocks an
+#: agent puts before it (a long system reminder), and the start of a long prompt (a
+#: pasted file, a log) says what it is about.
+PROMPT_CHARS = 20_000
+#: How many of a session's first prompts migration 0009 reads to title a session
+#: stored before titles were (ingest reads on until one reads as a title).
+PROMPTS_READ = 5
 #: Blocks an agent adds around or before a prompt that say nothing of its subject.
 _NOISE_BLOCKS = re.compile(
     r"<(system-reminder|local-command-caveat|local-command-stdout|local-command-stderr)>"
@@ -58,10 +71,19 @@ def cut(text: str, max_chars: int = MAX_TITLE_CHARS) -> str:
     return head.rstrip(" ,;:.-") + "…"
 
 
+def title_of(prompt: str) -> str | None:
+    """The title `prompt` gives its session, None when it does not read as one.
+
+    Secrets are scrubbed before the cut, which could leave too little of one to be
+    recognised (titles are scrubbed again when shown)."""
+    text = clean_prompt(scrub_secrets(prompt[:PROMPT_CHARS]))
+    return cut(text) if text else None
+
+
 def prompt_title(prompts: Sequence[str] | None) -> str | None:
     """The title of a session without one: its first prompt that reads as one."""
     for prompt in prompts or ():
-        text = clean_prompt(prompt)
-        if text:
-            return cut(text)
+        title = title_of(prompt)
+        if title is not None:
+            return title
     return None

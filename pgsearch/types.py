@@ -103,6 +103,10 @@ class SessionQueryResult:
     next_cursor: str | None = None
     #: True when more messages matched than the candidate cap allowed to re-rank.
     candidates_capped: bool = False
+    #: True when the ranking may differ from an uncapped run of the same rules: a
+    #: cap or the scan limit cut a read (``--explain`` says which). False: exact,
+    #: every hit the rules define was scored, so these are the true best matches.
+    approximate: bool = False
     #: Why the result is empty when that is not obvious (e.g. no searchable words).
     notice: str | None = None
     #: Diagnostics: the statements run and their plans (``explain=True`` only).
@@ -116,6 +120,7 @@ class SessionQueryResult:
             "searched": self.searched,
             "next_cursor": self.next_cursor,
             "candidates_capped": self.candidates_capped,
+            "approximate": self.approximate,
             "notice": self.notice,
         }
 
@@ -155,6 +160,12 @@ class WorkspaceStats:
     indexed_messages: int
     vocabulary: int
     by_kind: dict[str, int]
+    #: When the term lists of bounded searches were last built (None: never), how
+    #: many messages were stored since (the compaction's lag), and how many terms
+    #: they list (`pgsearch.impact`).
+    lists_built_at: datetime | None = None
+    lists_behind: int = 0
+    listed_terms: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -164,6 +175,11 @@ class WorkspaceStats:
             "indexed_messages": self.indexed_messages,
             "vocabulary": self.vocabulary,
             "by_kind": dict(self.by_kind),
+            "lists_built_at": None
+            if self.lists_built_at is None
+            else self.lists_built_at.isoformat(),
+            "lists_behind": self.lists_behind,
+            "listed_terms": self.listed_terms,
         }
 
 

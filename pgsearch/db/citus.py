@@ -40,6 +40,9 @@ DISTRIBUTED_TABLES = (
     "ingested_files",
     "leaf_titles",
     "forgotten_sessions",
+    "term_lists",
+    "term_list_heads",
+    "term_list_state",
 )
 #: Tables that are the same for every tenant: a copy on each node.
 REFERENCE_TABLES = ("pgsearch_meta", "api_tokens")
@@ -53,6 +56,8 @@ CROSS_WORKSPACE = frozenset(
         "table sizes",  # `pgsearch stats` without a workspace
         "message estimate",  # once after a bulk load: is ANALYZE due?
         "maintenance",  # once after a large bulk load: merge GIN lists, ANALYZE
+        "maintenance watermark",  # a term list rebuild waits for writers of any workspace
+        "maintenance watermark value",  # then reads the sequence's newest value
     }
 )
 

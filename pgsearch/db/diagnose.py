@@ -37,6 +37,9 @@ REVISION: LiteralString = "SELECT string_agg(version_num, ', ') FROM pgsearch_al
 # pg_trgm takes its letters from LC_CTYPE: under the C locale "é" yields no trigram.
 TRIGRAMS_SEE_ACCENTS: LiteralString = "SELECT cardinality(show_trgm('ééé')) > 0"
 
+#: Messages counted per workspace when the doctor reads how far its lists are behind.
+LISTS_COUNTED = 100_000
+
 PROVIDERS = {"b": "builtin", "c": "libc", "i": "icu"}
 
 
@@ -70,6 +73,9 @@ class ServerFacts:
     database_bytes: int
     #: (table, table bytes, index bytes) of pgsearch's tables.
     tables: tuple[tuple[str, int, int], ...]
+    #: Per workspace: whether its term lists were built, and how many messages were
+    #: stored since (counted up to `LISTS_COUNTED`; `pgsearch.impact`).
+    lists: tuple[tuple[str, bool, int], ...] = ()
 
     def problems(self) -> list[str]:
         """What would keep pgsearch from working well here, one sentence each."""
@@ -89,6 +95,14 @@ class ServerFacts:
                 found.append(
                     f"the server lacks the {ext.name} extension (install PostgreSQL's contrib "
                     "package)"
+                )
+        from pgsearch import impact
+
+        for ws, built, behind in self.lists:
+            if built and behind > impact.TAIL_MAX:
+                found.append(
+                    f"the term lists of workspace {ws!r} are {behind:,}+ messages behind, so "
+                    "its searches for frequent words read every match: run `pgsearch maintain`"
                 )
         if self.revision != self.head_revision:
             found.append(
@@ -125,6 +139,14 @@ def inspect(dsn: str) -> ServerFacts:
                 revision = found[0] if found else None
             cur.execute(q.TABLE_SIZES, {"tables": list(q.TENANT_TABLES)})
             tables = tuple((str(t), int(tb), int(ib)) for t, tb, ib in cur.fetchall())
+            lists: list[tuple[str, bool, int]] = []
+            if revision == HEAD_REVISION:
+                cur.execute(q.ALL_WORKSPACES)
+                for (ws,) in cur.fetchall():
+                    cur.execute(q.LISTS_LAG, {"ws": ws, "limit": LISTS_COUNTED})
+                    row = cur.fetchone()
+                    assert row is not None
+                    lists.append((str(ws), row[0] is not None, int(row[1])))
     return ServerFacts(
         version=str(facts[0]),
         version_num=int(facts[1]),
@@ -140,4 +162,5 @@ def inspect(dsn: str) -> ServerFacts:
         head_revision=HEAD_REVISION,
         database_bytes=int(facts[8]),
         tables=tables,
+        lists=tuple(lists),
     )

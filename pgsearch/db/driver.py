@@ -38,7 +38,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, LiteralString, TypeVar
+from typing import Any, LiteralString, TypeVar, cast
 
 import psycopg
 from psycopg import generators, pq, sql
@@ -138,6 +138,34 @@ def _versions_query(row: Sequence[Any]) -> LiteralString | None:
     if row[0]:
         return _OWN_VERSIONS
     return _LEGACY_VERSIONS if row[1] else None
+
+
+def _probe(
+    conn: psycopg.Connection[Any], *, check_schema: bool
+) -> tuple[Sequence[Any], list[str] | None]:
+    """`_PROBE`'s row and, when the schema is checked, the recorded revisions.
+
+    A database pgsearch migrated answers both in one round trip (the two statements
+    pipelined); any other (no version table of pgsearch's own) is asked one
+    statement after the other.
+    """
+    if check_schema:
+        try:
+            with conn.pipeline():
+                first = conn.execute(_PROBE)
+                second = conn.execute(_OWN_VERSIONS)
+        except psycopg.errors.UndefinedTable:
+            pass  # not migrated by this pgsearch (yet): the probe says what it is
+        else:
+            row = first.fetchone()
+            assert row is not None and row[0]
+            return row, [str(r[0]) for r in second.fetchall()]
+    row = conn.execute(_PROBE).fetchone()
+    assert row is not None
+    query = _versions_query(row)
+    if not check_schema or query is None:
+        return row, None
+    return row, [str(r[0]) for r in conn.execute(query).fetchall()]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -818,12 +846,39 @@ class _Run:
         return self._next(step)
 
 
+class _HandedOver:
+    """The ``connection_class`` of a pool: its first connection is one already open
+    (the probe's, configured by the pool like any other), later ones are new."""
+
+    def __init__(self, first: Connection | None) -> None:
+        self._first = first
+        self._lock = threading.Lock()
+
+    def _take(self) -> Connection | None:
+        with self._lock:
+            first, self._first = self._first, None
+        return first
+
+    def connect(self, conninfo: str, **kwargs: Any) -> Connection:
+        first = self._take()
+        if first is not None and not first.closed:
+            return first
+        return psycopg.Connection.connect(conninfo, **kwargs)
+
+    def discard(self) -> None:
+        """Close the first connection if the pool never took it."""
+        first = self._take()
+        if first is not None:
+            first.close()
+
+
 class Driver(_Core):
     """Runs units on a `ConnectionPool` per node; shared by every thread of a process."""
 
     def __init__(self, router: Router, config: DriverConfig) -> None:
         super().__init__(router, config)
         self._pools: dict[str, ConnectionPool[Connection]] = {}
+        self._handed: list[_HandedOver] = []
 
     @classmethod
     def open(
@@ -837,6 +892,8 @@ class Driver(_Core):
 
         The probe runs on a connection of its own so that a wrong DSN or a missing
         schema fails at once with a clear error instead of after the pool's timeout.
+        That connection then becomes the primary pool's first one: a command that
+        needs one connection (every CLI command) opens exactly one.
         """
         router = PrimaryRouter(router) if isinstance(router, str) else router
         driver = cls(router, config or DriverConfig())
@@ -844,24 +901,26 @@ class Driver(_Core):
         target = redact_dsn(dsn) or "the default PostgreSQL"
         with _connecting(target, dsn):
             probe = psycopg.connect(dsn, **driver._pool_kwargs(dsn))
-        with probe, wrap_errors("checking the schema"):
-            row = probe.execute(_PROBE).fetchone()
-            assert row is not None
-            versions = None
-            query = _versions_query(row)
-            if check_schema and query is not None:
-                versions = [str(r[0]) for r in probe.execute(query).fetchall()]
+        try:
+            with wrap_errors("checking the schema"):
+                row, versions = _probe(probe, check_schema=check_schema)
             if check_schema:
                 driver._probe_result(row, versions)
             else:
                 driver.citus = bool(row[4])
+        except BaseException:
+            probe.close()
+            raise
         for name, node_dsn in router.nodes.items():
-            driver._pools[name] = driver._make_pool(name, node_dsn)
+            handed = _HandedOver(probe if name == PRIMARY else None)
+            driver._handed.append(handed)
+            driver._pools[name] = driver._make_pool(name, node_dsn, handed)
         return driver
 
-    def _make_pool(self, name: str, dsn: str) -> ConnectionPool[Connection]:
+    def _make_pool(self, name: str, dsn: str, handed: _HandedOver) -> ConnectionPool[Connection]:
         pool: ConnectionPool[Connection] = ConnectionPool(
             dsn,
+            connection_class=cast(type[Connection], handed),
             min_size=min(self.config.pool_min, self.config.pool_max),
             max_size=self.config.pool_max,
             kwargs=self._pool_kwargs(dsn),
@@ -898,6 +957,8 @@ class Driver(_Core):
         self.closed = True
         for pool in self._pools.values():
             pool.close()
+        for handed in self._handed:
+            handed.discard()
 
     def pool_stats(self) -> dict[str, dict[str, int]]:
         return {name: pool.get_stats() for name, pool in self._pools.items()}

@@ -72,7 +72,7 @@ ON CONFLICT (workspace_id, session_id) DO NOTHING
 LOCK_SESSIONS = """
 SELECT session_id, source, title, summary, next_seq, last_turn, message_count,
        created_at, updated_at, tsvector_to_array(tsv), field_len, parent_session_id,
-       title_auto, title_leaf_seq
+       title_auto, title_leaf_seq, prompt_title
 FROM sessions
 WHERE workspace_id = %(ws)s AND session_id = ANY(%(ids)s::text[])
 ORDER BY session_id
@@ -191,11 +191,12 @@ SET title = u.title, summary = u.summary, source = u.source, created_at = u.crea
     updated_at = u.updated_at, message_count = u.message_count, next_seq = u.next_seq,
     last_turn = u.last_turn, tsv = u.tsv::tsvector, field_len = u.field_len,
     parent_session_id = u.parent_session_id, title_auto = u.title_auto,
-    title_leaf_seq = u.title_leaf_seq
+    title_leaf_seq = u.title_leaf_seq, prompt_title = u.prompt_title
 FROM json_to_recordset(%(rows)s::json)
      AS u(session_id text, title text, summary text, source text, created_at timestamptz,
           updated_at timestamptz, message_count int, next_seq int, last_turn int, tsv text,
-          field_len int, parent_session_id text, title_auto boolean, title_leaf_seq int)
+          field_len int, parent_session_id text, title_auto boolean, title_leaf_seq int,
+          prompt_title text)
 WHERE s.workspace_id = %(ws)s AND s.session_id = u.session_id
 """
 
@@ -272,6 +273,102 @@ AFTER_BULK_LOAD_CITUS: tuple[LiteralString, ...] = (
 END""",
     "ANALYZE messages, vocabulary, sessions",
 )
+
+# --- impact-ordered term lists (`pgsearch.impact`) ----------------------------------
+
+# The watermark of a rebuild: once no transaction still writes messages (the SHARE
+# lock waits for those that do, and holds new ones back only while it is waited for),
+# every ingest_seq handed out so far belongs to a finished transaction, so a build
+# that starts afterwards sees every message up to the sequence's newest value; what
+# comes later is the tail. The lock is on the table, across workspaces (on Citus on
+# every shard): a statement of no workspace, in a transaction of its own.
+LISTS_WAIT_WRITERS = "LOCK TABLE messages IN SHARE MODE"
+LISTS_WATERMARK = "SELECT pgsearch_ingest_watermark()"
+
+# One builder of a workspace's lists at a time (taken in the build's transaction).
+LISTS_BUILD_LOCK = (
+    "SELECT pg_advisory_xact_lock(hashtextextended('pgsearch term lists ' || %(ws)s, 0))"
+)
+LISTS_CLEAR: tuple[LiteralString, ...] = (
+    "DELETE FROM term_lists WHERE workspace_id = %(ws)s",
+    "DELETE FROM term_list_heads WHERE workspace_id = %(ws)s",
+)
+
+# The workspace's state first: its watermark, the average length the lists are
+# ordered under (returned, for the build) and its speakers' names.
+LISTS_STATE = """
+INSERT INTO term_list_state (workspace_id, watermark, avg_len, n_indexed, speakers, built_at)
+SELECT w.workspace_id, %(watermark)s,
+       coalesce(sum(w.total_len) FILTER (WHERE w.kind <> %(fields)s), 0)::float8
+       / greatest(coalesce(sum(w.n_indexed) FILTER (WHERE w.kind <> %(fields)s), 0), 1),
+       coalesce(sum(w.n_indexed) FILTER (WHERE w.kind <> %(fields)s), 0),
+       ARRAY(SELECT DISTINCT m.tool_name FROM messages m
+             WHERE m.workspace_id = %(ws)s AND m.kind = ANY(%(speaker_kinds)s::text[])
+               AND m.tool_name IS NOT NULL),
+       now()
+FROM workspace_stats w WHERE w.workspace_id = %(ws)s
+GROUP BY w.workspace_id
+ON CONFLICT (workspace_id) DO UPDATE SET watermark = excluded.watermark,
+    avg_len = excluded.avg_len, n_indexed = excluded.n_indexed, speakers = excluded.speakers,
+    built_at = excluded.built_at
+RETURNING avg_len
+"""
+
+# Every posting of each term found in at least %(min_df)s messages, ranked by its
+# BM25 term impact tf / (tf + k1 (1 - b + b len / avgdl)) under the state's average
+# length; the best %(max_postings)s are kept, in chunks of %(chunk)s keys, each with
+# its largest impact and the largest of the postings after it. (The workspace comes
+# from the rows, not a parameter, so that on Citus the whole statement runs on the
+# workspace's shard.)
+LISTS_BUILD = """
+INSERT INTO term_lists (workspace_id, term, chunk, session_ids, seqs, max_impact, next_impact)
+SELECT k.workspace_id, k.term, (k.rn - 1) / %(chunk)s,
+       array_agg(k.session_id ORDER BY k.rn), array_agg(k.seq ORDER BY k.rn),
+       max(k.impact), coalesce((array_agg(k.next ORDER BY k.rn DESC))[1], 0)
+FROM (
+    SELECT p.workspace_id, p.term, p.session_id, p.seq, p.impact,
+           row_number() OVER w AS rn, lead(p.impact) OVER w AS next
+    FROM (
+        SELECT m.workspace_id, u.lexeme AS term, m.session_id, m.seq,
+               coalesce(array_length(u.positions, 1), 1)::float8
+               / (coalesce(array_length(u.positions, 1), 1)
+                  + %(k1)s * (1 - %(b)s + %(b)s * m.token_count / %(avgdl)s)) AS impact
+        FROM messages m CROSS JOIN LATERAL unnest(m.tsv) AS u
+        WHERE m.workspace_id = %(ws)s
+          AND u.lexeme IN (SELECT v.term FROM vocabulary v
+                           WHERE v.workspace_id = %(ws)s AND v.df >= %(min_df)s)
+    ) AS p
+    WINDOW w AS (PARTITION BY p.workspace_id, p.term
+                 ORDER BY p.impact DESC, p.session_id, p.seq)
+) AS k
+WHERE k.rn <= %(max_postings)s
+GROUP BY k.workspace_id, k.term, (k.rn - 1) / %(chunk)s
+"""
+
+# Per listed term: its df, each chunk's largest impact, and the largest impact left
+# out of the list (after its last chunk).
+LISTS_HEADS = """
+INSERT INTO term_list_heads (workspace_id, term, df, chunk_max, theta)
+SELECT l.workspace_id, l.term, v.df, array_agg(l.max_impact ORDER BY l.chunk),
+       (array_agg(l.next_impact ORDER BY l.chunk DESC))[1]
+FROM term_lists l
+JOIN vocabulary v ON v.workspace_id = l.workspace_id AND v.term = l.term
+WHERE l.workspace_id = %(ws)s
+GROUP BY l.workspace_id, l.term, v.df
+"""
+
+# Whether the workspace's lists were built, when, and how many messages are newer
+# than their watermark (counted up to %(limit)s + 1 on the ingest_seq index).
+LISTS_LAG = """
+SELECT (SELECT s.built_at FROM term_list_state s WHERE s.workspace_id = %(ws)s),
+       (SELECT count(*) FROM (
+            SELECT 1 FROM messages m
+            WHERE m.workspace_id = %(ws)s
+              AND m.ingest_seq > coalesce((SELECT s.watermark FROM term_list_state s
+                                           WHERE s.workspace_id = %(ws)s), 0)
+            LIMIT %(limit)s) AS t),
+       (SELECT count(*) FROM term_list_heads h WHERE h.workspace_id = %(ws)s)
+"""
 
 # --- forget -------------------------------------------------------------------------
 
@@ -367,6 +464,9 @@ FORGET_WORKSPACE: tuple[LiteralString, ...] = (
     "DELETE FROM ingested_files WHERE workspace_id = %(ws)s",
     "DELETE FROM leaf_titles WHERE workspace_id = %(ws)s",
     "DELETE FROM forgotten_sessions WHERE workspace_id = %(ws)s",
+    "DELETE FROM term_lists WHERE workspace_id = %(ws)s",
+    "DELETE FROM term_list_heads WHERE workspace_id = %(ws)s",
+    "DELETE FROM term_list_state WHERE workspace_id = %(ws)s",
 )
 
 # The calls an appended tool result answers, when they came in an earlier append:
@@ -380,18 +480,11 @@ ORDER BY seq DESC
 
 # --- reading ------------------------------------------------------------------------
 
-# A session with no title of its own is shown by its first user prompts (the first
-# that reads as one, `pgsearch.titles`): up to three, each cut, read through the
-# messages' primary key from the session's first entry on.
-_FIRST_PROMPTS = """CASE WHEN s.title IS NULL THEN ARRAY(
-         SELECT substr(f.content, 1, 400) FROM messages f
-         WHERE f.workspace_id = %(ws)s AND f.session_id = s.session_id
-           AND f.kind = 'user_text'
-         ORDER BY f.seq LIMIT 3) END"""
-
-LIST_SESSIONS = f"""
-SELECT s.session_id, s.title, s.message_count, s.created_at, s.updated_at, s.source,
-       s.parent_session_id, {_FIRST_PROMPTS}
+# A session with no title of its own is shown by the title its first prompt gives it
+# (`pgsearch.titles`, stored with the session).
+LIST_SESSIONS = """
+SELECT s.session_id, coalesce(s.title, s.prompt_title), s.message_count, s.created_at,
+       s.updated_at, s.source, s.parent_session_id
 FROM sessions s WHERE s.workspace_id = %(ws)s
 ORDER BY s.updated_at DESC NULLS LAST, s.session_id
 LIMIT %(limit)s OFFSET %(offset)s
@@ -418,6 +511,9 @@ TENANT_TABLES = (
     "ingested_files",
     "leaf_titles",
     "forgotten_sessions",
+    "term_lists",
+    "term_list_heads",
+    "term_list_state",
 )
 
 TABLE_SIZES = """
@@ -696,7 +792,8 @@ WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s AND s.tsv @@ %(t
 FETCH_MESSAGES = """
 SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name, m.created_at,
        substr(m.content, 1, %(chars)s), substr(m.arguments, 1, %(chars)s),
-       substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id
+       substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id,
+       s.prompt_title
 FROM messages m
 JOIN unnest(%(sids)s::text[], %(seqs)s::int[]) AS k(session_id, seq)
   ON m.workspace_id = %(ws)s AND m.session_id = k.session_id AND m.seq = k.seq
@@ -874,16 +971,116 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
     return sql + " LIMIT %(cap)s", params
 
 
+# --- the bounded read of capped plans (`pgsearch.impact`) -----------------------------
+
+#: The state of a workspace's lists and the heads of the query's listed terms: one
+#: row per head (one with no head when none is listed), none before a first build.
+LIST_HEADS = """
+WITH s AS (
+    SELECT s.workspace_id, s.built_at, s.watermark, s.avg_len, s.speakers,
+           (SELECT count(*) FROM (
+                SELECT 1 FROM messages m
+                WHERE m.workspace_id = %(ws)s AND m.ingest_seq > s.watermark
+                LIMIT %(limit)s) AS t) AS behind
+    FROM term_list_state s WHERE s.workspace_id = %(ws)s
+)
+SELECT s.built_at, s.watermark, s.avg_len, s.speakers, s.behind,
+       h.term, h.df, h.chunk_max, h.theta
+FROM s LEFT JOIN term_list_heads h
+    ON h.workspace_id = %(ws)s AND h.term = ANY(%(terms)s::text[])
+"""
+
+LISTS_BUILT_AT = "SELECT s.built_at FROM term_list_state s WHERE s.workspace_id = %(ws)s"
+
+#: The candidate columns over ``messages m``, for statements naming their own FROM.
+#: The plan's match is tested by a call, not the ``@@`` operator, so that the planner
+#: never reads a common word's whole posting list to test it.
+_BOUNDED_COLUMNS: LiteralString = (
+    _CANDIDATE_HEAD + "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
+    "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
+    "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
+)
+_HIT: LiteralString = " AND ts_match_vq(m.tsv, %(tsq)s::tsquery)"
+
+
+def bounded_candidates_sql(
+    filters: Filters,
+    plan: CandidatePlan,
+    *,
+    listed: Sequence[str],
+    chunks: tuple[int, int],
+    rare: Sequence[str] = (),
+    tail: int = 0,
+    watermark: int = 0,
+    sessions: Sequence[str] = (),
+) -> tuple[LiteralString, dict[str, Any]]:
+    """The plan's hits (`CandidatePlan.hit_units`, uncapped) among: the messages in chunks
+    ``chunks[0]`` to ``chunks[1] - 1`` of the `listed` terms' lists; those holding a
+    `rare` term (through the GIN index); the first `tail` messages stored after
+    `watermark` (through ``messages_ingest_seq_idx``); those of `sessions`. With the
+    columns of `candidates_sql`; a message may come more than once."""
+    where = _filter_sql(filters, "m")
+    parts: list[LiteralString] = []
+    if listed:
+        parts.append(
+            _BOUNDED_COLUMNS + "FROM (SELECT DISTINCT u.sid, u.seq FROM term_lists l "
+            "CROSS JOIN LATERAL unnest(l.session_ids, l.seqs) AS u(sid, seq) "
+            "WHERE l.workspace_id = %(ws)s AND l.term = ANY(%(listed)s::text[]) "
+            "AND l.chunk >= %(first_chunk)s AND l.chunk < %(end_chunk)s) AS k "
+            "JOIN messages m ON m.workspace_id = %(ws)s AND m.session_id = k.sid "
+            "AND m.seq = k.seq WHERE " + where + _HIT
+        )
+    if rare:
+        parts.append(
+            _BOUNDED_COLUMNS
+            + "FROM messages m WHERE "
+            + where
+            + " AND m.tsv @@ %(rare)s::tsquery"
+            + _HIT
+        )
+    if tail:
+        parts.append(
+            _BOUNDED_COLUMNS + "FROM (SELECT n.workspace_id, n.session_id, n.seq, "
+            "n.kind, n.role, n.created_at, n.token_count, n.tsv, n.tool_name "
+            "FROM messages n WHERE n.workspace_id = %(ws)s AND n.ingest_seq > %(watermark)s "
+            "ORDER BY n.ingest_seq LIMIT %(tail)s) AS m WHERE " + where + _HIT
+        )
+    if sessions:
+        parts.append(
+            _BOUNDED_COLUMNS
+            + "FROM messages m WHERE "
+            + where
+            + " AND m.session_id = ANY(%(sessions)s::text[])"
+            + _HIT
+        )
+    assert parts, "a bounded read reads something"
+    params = _filter_params(filters)
+    params.update(
+        terms=list(plan.terms),
+        phrase=tsquery_phrases(plan.phrases),
+        tsq=" | ".join(f"({tsquery_and(unit)})" for unit in plan.hit_units),
+        listed=list(listed),
+        first_chunk=chunks[0],
+        end_chunk=chunks[1],
+        rare=" | ".join(_quote(t) for t in rare) or None,
+        tail=tail,
+        watermark=watermark,
+        sessions=list(sessions),
+    )
+    return " UNION ALL ".join(parts), params
+
+
 def every_match_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString, dict[str, Any]]:
-    """Every message within the filters holding any expansion of any of the plan's
-    words, with the same columns as `candidates_sql` and no cap: what an exhaustive
-    run of the scorer ranks (the reference the bounded search is checked against)."""
+    """Every hit the plan's rules define within the filters (`CandidatePlan.hit_units`:
+    any selective unit, or every word), with the same columns as `candidates_sql`
+    and no cap: what an exhaustive run of the scorer ranks (the reference the capped
+    reads are checked against)."""
     sql = _CANDIDATE_COLUMNS + _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
     params = _filter_params(filters)
     params.update(
         terms=list(plan.terms),
         phrase=tsquery_phrases(plan.phrases),
-        tsq=tsquery_or(plan.groups),
+        tsq=" | ".join(f"({tsquery_and(unit)})" for unit in plan.hit_units),
     )
     return sql, params
 
@@ -1047,7 +1244,8 @@ def browse_page_sql(
     sql: LiteralString = (
         "SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name,"
         " m.created_at, substr(m.content, 1, %(chars)s), substr(m.arguments, 1, %(chars)s),"
-        " substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id"
+        " substr(s.title, 1, %(chars)s), substr(s.summary, 1, %(chars)s), s.parent_session_id,"
+        " s.prompt_title"
         " FROM (" + inner + ") b"
         " JOIN messages m"
         " ON m.workspace_id = %(ws)s AND m.session_id = b.session_id AND m.seq = b.seq"
@@ -1060,9 +1258,9 @@ def browse_page_sql(
 
 # --- serving: one session, the schema revision, API tokens ---------------------------
 
-SESSION_INFO = f"""
-SELECT s.session_id, s.title, s.message_count, s.created_at, s.updated_at, s.source,
-       s.parent_session_id, {_FIRST_PROMPTS}
+SESSION_INFO = """
+SELECT s.session_id, coalesce(s.title, s.prompt_title), s.message_count, s.created_at,
+       s.updated_at, s.source, s.parent_session_id
 FROM sessions s WHERE s.workspace_id = %(ws)s AND s.session_id = %(session_id)s
 """
 

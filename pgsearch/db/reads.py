@@ -19,6 +19,7 @@ from pgsearch.db import queries as q
 from pgsearch.db.work import Statement, Step, Work
 from pgsearch.deadline import Deadline
 from pgsearch.errors import StoreError
+from pgsearch.impact import ListHead, ListsState
 from pgsearch.plan import (
     CandidatePlan,
     FieldHit,
@@ -31,6 +32,7 @@ from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, Vo
 
 __all__ = [
     "DirectRead",
+    "bounded_candidates",
     "browse_page",
     "candidates",
     "count_in_scope",
@@ -40,6 +42,9 @@ __all__ = [
     "expand_exact",
     "expand_fuzzy",
     "expand_untrusted_typos",
+    "list_heads",
+    "lists_built_at",
+    "lists_state",
     "page_messages",
     "parse_tf",
     "search_stats",
@@ -153,7 +158,7 @@ def candidates(filters: Filters, plan: CandidatePlan) -> Statement[CandidateRow]
 
 
 def every_match(filters: Filters, plan: CandidatePlan) -> Statement[CandidateRow]:
-    """Every message holding any of the plan's terms within the filters (no cap)."""
+    """Every hit the plan's rules define within the filters (no cap, no scan limit)."""
     sql, params = q.every_match_sql(filters, plan)
     return Statement("every match", sql, params, _candidate)
 
@@ -162,6 +167,67 @@ def session_spread(filters: Filters, plan: CandidatePlan, *, scan: int) -> State
     """One candidate per session (its newest match) among the first `scan` matches."""
     sql, params = q.session_spread_sql(filters, plan, scan=scan)
     return Statement("candidates per session", sql, params, _candidate)
+
+
+def bounded_candidates(
+    filters: Filters,
+    plan: CandidatePlan,
+    *,
+    listed: Sequence[str],
+    chunks: tuple[int, int],
+    rare: Sequence[str] = (),
+    tail: int = 0,
+    watermark: int = 0,
+    sessions: Sequence[str] = (),
+) -> Statement[CandidateRow]:
+    """Candidates of a capped plan read through the term lists (`pgsearch.impact`)."""
+    sql, params = q.bounded_candidates_sql(
+        filters,
+        plan,
+        listed=listed,
+        chunks=chunks,
+        rare=rare,
+        tail=tail,
+        watermark=watermark,
+        sessions=sessions,
+    )
+    return Statement("bounded candidates", sql, params, _candidate)
+
+
+def list_heads(workspace: str, terms: Sequence[str], *, limit: int) -> Statement[Any]:
+    """The workspace's term list state and the heads of `terms` (raw rows, see
+    `lists_state`)."""
+    return Statement(
+        "list heads",
+        q.LIST_HEADS,
+        {"ws": workspace, "terms": sorted(set(terms)), "limit": limit},
+        lambda r: tuple(r),
+    )
+
+
+def lists_state(rows: Sequence[Sequence[Any]]) -> ListsState | None:
+    """The `list_heads` rows as a `ListsState` (None: never built)."""
+    if not rows:
+        return None
+    built_at, watermark, avg_len, speakers, behind = rows[0][:5]
+    heads = {
+        r[5]: ListHead(term=r[5], df=int(r[6]), chunk_max=tuple(r[7]), theta=float(r[8]))
+        for r in rows
+        if r[5] is not None
+    }
+    return ListsState(
+        built_at=built_at,
+        watermark=int(watermark),
+        avg_len=float(avg_len),
+        behind=int(behind),
+        speakers=tuple(speakers or ()),
+        heads=heads,
+    )
+
+
+def lists_built_at(workspace: str) -> Statement[Any]:
+    """When the workspace's lists were built (to tell a rebuild during a search)."""
+    return Statement("lists built", q.LISTS_BUILT_AT, {"ws": workspace}, lambda r: r[0])
 
 
 def _field_row(row: Sequence[Any]) -> FieldRow:
@@ -203,7 +269,7 @@ def session_fields(workspace: str, plan: FieldPlan, *, capped: bool = True) -> S
 
 def _stored_message(row: Sequence[Any]) -> StoredMessage:
     sid, seq, entry_id, kind, role, turn, tool_name, created_at, content, arguments, *fields = row
-    title, summary, parent = (*fields, None, None, None)[:3]
+    title, summary, parent, prompt_title = (*fields, None, None, None, None)[:4]
     return StoredMessage(
         session_id=sid,
         seq=seq,
@@ -218,6 +284,7 @@ def _stored_message(row: Sequence[Any]) -> StoredMessage:
         title=title,
         summary=summary,
         parent_session_id=parent,
+        prompt_title=prompt_title,
     )
 
 

@@ -34,6 +34,15 @@ distributed by workspace later without a rewrite.
   library assigned to the append call), unique within its session
   (``messages_append_key_idx``): an append run again after a lost ``COMMIT`` stores
   nothing twice (migration 0008).
+- ``sessions.prompt_title`` is the title the session's first user prompt gives it
+  (`pgsearch.titles`), made when the prompt is stored; it is shown where
+  ``title`` is NULL and is not indexed: ``tsv`` holds only the session's own title
+  and summary (migration 0009).
+
+- ``term_lists``, ``term_list_heads``, ``term_list_state`` hold each workspace's
+  impact-ordered postings of its frequent terms, and ``messages.ingest_seq`` the
+  order messages were stored in, which tells the messages stored since the lists
+  were built (migration 0010, `pgsearch.impact`).
 
 Row Level Security on the tenant tables (migration 0002) is not part of this
 metadata: its policies show a role that does not own the tables only the rows of
@@ -58,7 +67,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 
 # Re-exported: the list lives with the SQL so that the store never imports SQLAlchemy.
 from pgsearch.db.queries import TENANT_TABLES as TENANT_TABLES
@@ -95,6 +104,7 @@ sessions = Table(
     Column("parent_session_id", Text),
     Column("title_auto", Boolean, nullable=False, server_default=text("false")),
     Column("title_leaf_seq", Integer),
+    Column("prompt_title", Text),
     PrimaryKeyConstraint("workspace_id", "session_id", name="sessions_pkey"),
     Index(
         "sessions_tsv_idx",
@@ -125,6 +135,7 @@ messages = Table(
     Column("tsv", TSVECTOR, nullable=False),
     Column("token_count", Integer, nullable=False),
     Column("append_key", Text),
+    Column("ingest_seq", BigInteger, server_default=text("pgsearch_next_ingest_seq()")),
     PrimaryKeyConstraint("workspace_id", "session_id", "seq", name="messages_pkey"),
     ForeignKeyConstraint(
         ["workspace_id", "session_id"],
@@ -159,6 +170,12 @@ messages = Table(
         "append_key",
         unique=True,
         postgresql_where=text("append_key IS NOT NULL"),
+    ),
+    Index(
+        "messages_ingest_seq_idx",
+        "workspace_id",
+        "ingest_seq",
+        postgresql_where=text("ingest_seq IS NOT NULL"),
     ),
 )
 
@@ -227,6 +244,42 @@ leaf_titles = Table(
     PrimaryKeyConstraint("workspace_id", "leaf_uuid", name="leaf_titles_pkey"),
     Index("leaf_titles_session_idx", "workspace_id", "session_id"),
     Index("leaf_titles_source_idx", "workspace_id", "source"),
+)
+
+term_lists = Table(
+    "term_lists",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("term", Text(collation="C"), nullable=False),
+    Column("chunk", Integer, nullable=False),
+    Column("session_ids", ARRAY(Text), nullable=False),
+    Column("seqs", ARRAY(Integer), nullable=False),
+    Column("max_impact", Float, nullable=False),
+    Column("next_impact", Float, nullable=False),
+    PrimaryKeyConstraint("workspace_id", "term", "chunk", name="term_lists_pkey"),
+)
+
+term_list_heads = Table(
+    "term_list_heads",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("term", Text(collation="C"), nullable=False),
+    Column("df", Integer, nullable=False),
+    Column("chunk_max", ARRAY(Float), nullable=False),
+    Column("theta", Float, nullable=False),
+    PrimaryKeyConstraint("workspace_id", "term", name="term_list_heads_pkey"),
+)
+
+term_list_state = Table(
+    "term_list_state",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("watermark", BigInteger, nullable=False),
+    Column("avg_len", Float, nullable=False),
+    Column("n_indexed", BigInteger, nullable=False),
+    Column("speakers", ARRAY(Text), nullable=False),
+    Column("built_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("workspace_id", name="term_list_state_pkey"),
 )
 
 settings_table = Table(

@@ -39,9 +39,8 @@ from pgsearch.db.work import (
 )
 from pgsearch.errors import IngestError, NotFound, StoreError
 from pgsearch.normalize import stem
-from pgsearch.policy import scrub_secrets, split_tool_names
+from pgsearch.policy import ASSISTANT_TEXT, USER_TEXT, scrub_secrets, split_tool_names
 from pgsearch.rows import ApiToken, StoredMessage, TableSize
-from pgsearch.titles import prompt_title
 from pgsearch.types import SessionInfo, WorkspaceStats
 
 log = logging.getLogger(__name__)
@@ -89,6 +88,9 @@ class SessionState:
     #: session's messages, that message's seq (`Ingestor._resolve_leaf_titles`).
     title_auto: bool = False
     title_leaf_seq: int | None = None
+    #: The title its first prompt that reads as one gives it (`pgsearch.titles`),
+    #: shown when it has none of its own; never indexed.
+    prompt_title: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +202,7 @@ def _session_state(row: Sequence[Any]) -> SessionState:
         parent_session_id=row[11],
         title_auto=bool(row[12]),
         title_leaf_seq=row[13],
+        prompt_title=row[14],
     )
 
 
@@ -519,6 +522,7 @@ def _update_sessions(
                 "parent_session_id": s.parent_session_id,
                 "title_auto": s.title_auto,
                 "title_leaf_seq": s.title_leaf_seq,
+                "prompt_title": s.prompt_title,
             }
             for s, tsv in states
         ],
@@ -838,7 +842,7 @@ def workspaces() -> Work[list[str]]:
 
 def workspace_stats(ws: str) -> Work[WorkspaceStats]:
     """Per-kind counts, sessions and vocabulary size of one workspace (one round trip)."""
-    by_kind, counts = yield from fetch2(
+    statements: list[Statement[Any]] = [
         Statement(
             "workspace statistics",
             q.WORKSPACE_STATS,
@@ -846,11 +850,21 @@ def workspace_stats(ws: str) -> Work[WorkspaceStats]:
             lambda r: (str(r[0]), int(r[1]), int(r[2])),
         ),
         Statement(
-            "workspace counts", q.WORKSPACE_COUNTS, {"ws": ws}, lambda r: (int(r[0]), int(r[1]))
+            "workspace counts",
+            q.WORKSPACE_COUNTS,
+            {"ws": ws},
+            lambda r: (int(r[0]), int(r[1])),
         ),
-        final=True,
-    )
+        Statement(
+            "lists lag",
+            q.LISTS_LAG,
+            {"ws": ws, "limit": 10**9},
+            lambda r: ListsLag(built_at=r[0], behind=int(r[1]), terms=int(r[2])),
+        ),
+    ]
+    by_kind, counts, lags = yield from fetch_all(statements, final=True)
     sessions, vocabulary = counts[0]
+    lag: ListsLag = lags[0]
     return WorkspaceStats(
         workspace_id=ws,
         sessions=sessions,
@@ -858,6 +872,9 @@ def workspace_stats(ws: str) -> Work[WorkspaceStats]:
         indexed_messages=sum(ni for _, _, ni in by_kind),
         vocabulary=vocabulary,
         by_kind={k: n for k, n, _ in sorted(by_kind)},
+        lists_built_at=lag.built_at,
+        lists_behind=lag.behind,
+        listed_terms=lag.terms,
     )
 
 
@@ -918,14 +935,86 @@ def message_estimate(*, citus: bool = False) -> Work[float]:
     return float(rows[0]) if rows and rows[0] is not None else -1.0
 
 
+# --- impact-ordered term lists (`pgsearch.impact`) ----------------------------------
+
+
+def lists_watermark() -> Work[int]:
+    """The newest ingest_seq handed out, once no writer is still storing one below it
+    (its own transaction: the lock is held only while it is waited for)."""
+    rows = yield from fetch_all(
+        [
+            Statement("maintenance watermark", q.LISTS_WAIT_WRITERS),
+            Statement("maintenance watermark value", q.LISTS_WATERMARK, decode=_first),
+        ],
+        final=True,
+    )
+    return int(rows[1][0])
+
+
+def build_lists(ws: str, watermark: int) -> Work[int]:
+    """Rebuild the workspace's term lists in one pass (one transaction), folding in
+    every message up to `watermark`; returns how many terms are listed."""
+    from pgsearch import impact
+    from pgsearch.ranking import K1, B
+
+    params = {
+        "ws": ws,
+        "fields": FIELDS_STAT,
+        "min_df": impact.MIN_DF,
+        "max_postings": impact.MAX_POSTINGS,
+        "chunk": impact.CHUNK,
+        "k1": K1,
+        "b": B,
+        "watermark": watermark,
+        "speaker_kinds": [USER_TEXT, ASSISTANT_TEXT],
+    }
+    *_, state = yield from fetch_all(
+        [
+            Statement("lists build lock", q.LISTS_BUILD_LOCK, {"ws": ws}),
+            *(Statement("lists clear", s, {"ws": ws}) for s in q.LISTS_CLEAR),
+            Statement("lists state", q.LISTS_STATE, params, _first),
+        ]
+    )
+    params["avgdl"] = max(float(state[0]), 1e-9) if state else 1.0
+    yield from execute(
+        Statement("lists build", q.LISTS_BUILD, params),
+        Statement("lists heads", q.LISTS_HEADS, params),
+    )
+    lag = yield from lists_lag(ws, final=True)
+    return lag.terms
+
+
+@dataclass(frozen=True)
+class ListsLag:
+    """Whether a workspace's term lists exist, and how far behind they are."""
+
+    built_at: datetime | None
+    #: Messages stored since the lists' watermark (counted up to a limit).
+    behind: int
+    terms: int
+
+
+def lists_lag(ws: str, *, limit: int = 10**9, final: bool = False) -> Work[ListsLag]:
+    rows = yield from fetch(
+        Statement(
+            "lists lag",
+            q.LISTS_LAG,
+            {"ws": ws, "limit": limit},
+            lambda r: ListsLag(built_at=r[0], behind=int(r[1]), terms=int(r[2])),
+        ),
+        final=final,
+    )
+    return rows[0]
+
+
 def maintenance(statement: LiteralString) -> Work[None]:
     yield from execute(Statement("maintenance", statement), final=True)
 
 
 def _session_info(r: Sequence[Any]) -> SessionInfo:
     # Titles are shown wherever sessions are listed: scrubbed as an excerpt would be;
-    # a session without one is shown by its first prompt (`pgsearch.titles`).
-    title = r[1] or prompt_title(r[7] if len(r) > 7 else None)
+    # a session without one is shown by the title its first prompt gives it.
+    title = r[1]
     return SessionInfo(
         session_id=r[0],
         title=scrub_secrets(title) if title else None,
@@ -1040,6 +1129,36 @@ class Store:
 
     def write(self, work: Callable[[], Work[T]], workspace: str | None, *, context: str) -> T:
         return self.driver.run(Unit(work=work, workspace=workspace, write=True, context=context))
+
+    def build_lists(self, ws: str) -> int:
+        """Rebuild one workspace's term lists (`pgsearch.impact`): a short transaction
+        that waits for the writers of the moment and reads the watermark, then the
+        build in one transaction of its own (a crash leaves the old lists whole).
+        Returns how many terms are listed."""
+        watermark = self.write(lists_watermark, None, context="waiting for writers")
+        return self.write(partial(build_lists, ws, watermark), ws, context="building term lists")
+
+    def lists_lag(self, ws: str) -> ListsLag:
+        return self.read(partial(lists_lag, ws, final=True), ws, context="reading list lag")
+
+    def keep_lists_current(self, workspaces: Iterable[str]) -> list[str]:
+        """Rebuild the term lists of the workspaces that fell behind: more stored
+        since their build than `impact.REBUILD_BEHIND`, or never built and holding a
+        term frequent enough to list. Returns the workspaces rebuilt."""
+        from pgsearch import impact
+
+        rebuilt = []
+        for ws in workspaces:
+            lag = self.read(
+                partial(lists_lag, ws, limit=impact.REBUILD_BEHIND, final=True),
+                ws,
+                context="reading list lag",
+            )
+            due = impact.MIN_DF if lag.built_at is None else impact.REBUILD_BEHIND
+            if lag.behind >= due:
+                self.build_lists(ws)
+                rebuilt.append(ws)
+        return rebuilt
 
     def after_bulk_load(self, added: int) -> None:
         """Merge the message index's pending list and refresh planner statistics.

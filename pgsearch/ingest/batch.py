@@ -275,6 +275,7 @@ def ingest_paths(
             if on_file is not None:
                 on_file(result)
 
+    written: set[str] = set()
     with Writer(db, settings, report_all) as writer:
         group = FileGroup(workspace)
         for job, prepared in Prefetch(jobs, snapshots, settings):
@@ -283,6 +284,7 @@ def ingest_paths(
                 report_all([FileResult(path=shown, error=prepared)])
                 continue
             assert isinstance(job, FileJob)
+            written.add(job.workspace)
             if not group.takes(job, prepared):
                 writer.submit(group)
                 group = FileGroup(job.workspace)
@@ -293,6 +295,9 @@ def ingest_paths(
     if report.messages >= MAINTAIN_AFTER:
         # The one place a bulk load is followed by upkeep of what searches read.
         db.after_bulk_load(report.messages)
+    if report.messages and settings.impact_lists:
+        # The one place ingest keeps the term lists of bounded searches current.
+        db.keep_lists_current(sorted(written))
     return report
 
 

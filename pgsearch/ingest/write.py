@@ -44,6 +44,7 @@ from pgsearch.ingest.targets import FileJob
 from pgsearch.messages import Entry
 from pgsearch.settings import Settings
 from pgsearch.sources import FileView, is_assembled, open_source, read_source
+from pgsearch.titles import prompt_title
 
 #: Rows one insert statement carries.
 _BATCH_ROWS = 5000
@@ -348,6 +349,16 @@ def _count(
         state.updated_at = max([*times, *([state.updated_at] if state.updated_at else [])])
         state.message_count += len(stored)
         state.last_turn = max(state.last_turn, max(r.turn for r in stored))
+        if state.prompt_title is None:
+            state.prompt_title = _prompt_title(stored)
+
+
+def _prompt_title(rows: list[MessageRow]) -> str | None:
+    """The title the first of `rows`' user prompts that reads as one gives their
+    session (`pgsearch.titles`): made once, when the session's first such prompt is
+    stored, whether it comes first, after a title, or in a later append or pass."""
+    prompts = sorted((r for r in rows if r.kind == policy.USER_TEXT), key=lambda r: r.seq)
+    return prompt_title([r.content for r in prompts])
 
 
 # --- finishing: stage 7 --------------------------------------------------------------

@@ -96,7 +96,14 @@ SCHEMAS: dict[str, Any] = {
     },
     "SessionQueryResult": {
         "type": "object",
-        "required": ["matches", "searched", "next_cursor", "candidates_capped", "notice"],
+        "required": [
+            "matches",
+            "searched",
+            "next_cursor",
+            "candidates_capped",
+            "approximate",
+            "notice",
+        ],
         "properties": {
             "matches": {"type": "array", "items": {"$ref": "#/components/schemas/SessionMatch"}},
             "searched": {
@@ -105,6 +112,11 @@ SCHEMAS: dict[str, Any] = {
             },
             "next_cursor": _nullable("string"),
             "candidates_capped": {"type": "boolean"},
+            "approximate": {
+                "type": "boolean",
+                "description": "The ranking may differ from an uncapped run of the same "
+                "rules (a cap cut a read); false: every hit was scored.",
+            },
             "notice": _nullable("string"),
             "limit_capped": {
                 "type": "object",

@@ -406,6 +406,28 @@ def test_sessions_lists_the_workspace(shared: str) -> None:
     assert sessions["cron-refactor"]["message_count"] == 10
 
 
+def test_a_session_without_a_title_is_named_by_its_first_prompt(dsn: str, tmp_path: Path) -> None:
+    """Hits, browsing and the session list name an untitled session by its first
+    prompt, cleaned and cut; `--json` carries it as the title."""
+    log = tmp_path / "login.jsonl"
+    lines = [
+        {"role": "system", "content": "You are a coding agent.", "created_at": "2026-03-02T09:00Z"},
+        {"role": "user", "content": "please push the fix for the **flaky** login test"},
+        {"role": "assistant", "content": "Pushed: the login test waits for the session cookie."},
+    ]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    ok(pgsearch("ingest", str(log), "--workspace", "w", "--quiet", dsn=dsn))
+    title = "please push the fix for the flaky login test"
+    out = ok(pgsearch("search", "cookie", "-w", "w", dsn=dsn))
+    assert out.splitlines()[0].startswith(f'1. "{title}" login #2 · assistant · '), out
+    browse = ok(pgsearch("search", "", "-w", "w", "--limit", "1", dsn=dsn))
+    assert browse.splitlines()[1].startswith(f'1. "{title}" login #'), browse
+    assert search_json(dsn, "cookie", "-w", "w")["matches"][0]["title"] == title
+    listed = ok(pgsearch("sessions", "-w", "w", dsn=dsn))
+    assert listed.rstrip("\n").endswith(f'\t"{title}"'), listed
+    assert json.loads(ok(pgsearch("sessions", "-w", "w", "--json", dsn=dsn)))[0]["title"] == title
+
+
 def test_forget_then_stats(demo: str) -> None:
     def stats() -> dict[str, Any]:
         data = json.loads(ok(pgsearch("stats", "--json", dsn=demo)))
@@ -476,6 +498,14 @@ def test_another_programs_file_is_named_as_such(dsn: str, tmp_path: Path) -> Non
     [line] = result.stderr.strip().splitlines()
     assert line.startswith(f"pgsearch: error: {history}: not a format pgsearch reads")
     assert "Claude Code's prompt history" in line and "opencode" in line
+
+
+def test_explain_says_whether_the_result_is_exact(shared: str) -> None:
+    text = ok(pgsearch("search", "advisory lock", "-w", "demo", "--explain", dsn=shared))
+    assert "result: exact (every hit the rules define was ranked)" in text
+    data = search_json(shared, "advisory lock", "-w", "demo", "--explain")
+    assert data["approximate"] is False
+    assert data["plan"]["approximate"] is False and data["plan"]["approximate_because"] == []
 
 
 def test_search_json_names_the_parent_of_a_sub_agent_session(dsn: str) -> None:

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -65,9 +66,10 @@ HELP_MAY_LOAD = {
 }
 
 
-def imported(*args: str) -> set[str]:
+def imported(*args: str, **variables: str) -> set[str]:
     """Every module ``python -m pgsearch ARGS`` imports, as a whole process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PGSEARCH_")}
+    env.update(variables)
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "pgsearch", *args],
         capture_output=True,
@@ -105,21 +107,29 @@ def searchable(databases: Databases, template_db: str) -> Iterator[str]:
     databases.drop(name)
 
 
-def test_a_search_process_loads_only_what_searching_needs(searchable: str) -> None:
+def test_a_search_process_loads_only_what_searching_needs(searchable: str, tmp_path: Path) -> None:
     # A typo query (fuzzy expansion runs) whose excerpts are scrubbed for secrets.
-    names = imported("--dsn", searchable, "search", "databse lock", "-w", "demo")
+    names = imported(
+        "--dsn",
+        searchable,
+        "search",
+        "databse lock",
+        "-w",
+        "demo",
+        PGSEARCH_CONFIG=str(tmp_path / "no-config.toml"),
+    )
     assert {"pgsearch.search", "pgsearch.secrets", "psycopg"} <= names  # it did search
     assert loaded_of(names, NOT_FOR_SEARCH) == []
+    # Without a config file there is no TOML to parse (the secret rules are cached).
+    assert "tomllib" not in names
 
 
 def test_a_search_compiles_only_the_secret_rules_its_text_needs(searchable: str) -> None:
     probe = (
-        "import sys, runpy\n"
-        "sys.argv = ['pgsearch', '--dsn', sys.argv[1], 'search', 'databse lock', '-w', 'demo']\n"
-        "try:\n"
-        "    runpy.run_module('pgsearch', run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
+        "import sys\n"
+        "from pgsearch.cli import main\n"
+        "main(['--dsn', sys.argv[1], 'search', 'databse lock', '-w', 'demo'],"
+        " standalone_mode=False)\n"
         "from pgsearch import secrets\n"
         "print(secrets.compiled.cache_info().currsize, len(secrets.rule_set().rules))\n"
     )

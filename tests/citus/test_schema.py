@@ -117,6 +117,29 @@ def test_downgrade_to_base_and_up_again(schemas: Schemas) -> None:
     assert len(citus_tables(dsn)) == len(citus.DISTRIBUTED_TABLES) + len(citus.REFERENCE_TABLES)
 
 
+def test_migration_0009_titles_stored_sessions_on_the_cluster(schemas: Schemas) -> None:
+    """The backfill of prompt titles runs on the distributed tables (each statement
+    a router query), in every workspace."""
+    dsn = schemas.create("titles")
+    with PgSearch.connect(dsn) as pg:
+        for ws in ("w1", "w2", "w3"):
+            for i in range(3):
+                pg.append(
+                    workspace=ws,
+                    session_id=f"s{i}",
+                    messages=[
+                        {"role": "system", "content": "setup"},
+                        {"role": "user", "content": f"## fix the **{ws}** job {i}"},
+                    ],
+                )
+    assert migrate(dsn, "0008", downgrade=True) == "0008"
+    assert migrate(dsn) == HEAD_REVISION
+    with PgSearch.connect(dsn) as pg:
+        for ws in ("w1", "w2", "w3"):
+            titles = {s.session_id: s.title for s in pg.sessions(workspace=ws)}
+            assert titles == {f"s{i}": f"fix the {ws} job {i}" for i in range(3)}
+
+
 # --- converting a single-node database in place ------------------------------------------
 
 

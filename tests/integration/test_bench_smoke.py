@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench import generate, load, speed
+from bench import generate, load, oracle, speed
+from pgsearch import PgSearch
+from pgsearch.db import reads
 
 
 def test_generator_is_deterministic(tmp_path: Path) -> None:
@@ -79,3 +81,23 @@ def test_load_harness_runs_end_to_end(dsn: str, tmp_path: Path) -> None:
     assert all(r["cpu"]["client_cores"] > 0 for r in runs)
     written = json.loads((tmp_path / "results" / "load-300.json").read_text(encoding="utf-8"))
     assert len(written["runs"]) == len(runs)
+
+
+def test_oracle_harness_certifies_and_keeps_the_earlier_definition(
+    dsn: str, tmp_path: Path
+) -> None:
+    cfg = generate.Config(messages=400, workspaces=3, queries_per_class=4)
+    generate.generate(cfg, tmp_path, quiet=True)
+    bulk, tail = speed.corpus_files(tmp_path / "corpus")
+    speed.ingest_phase(dsn, bulk + tail, 1)
+    cases = oracle.bench_cases(speed.load_queries(tmp_path / "queries.jsonl"))
+    with PgSearch.connect(dsn) as pg:
+        rules = oracle.compare(pg, cases)
+        every_match = reads.every_match
+        earlier = oracle.compare(pg, cases, "any-word")
+        assert reads.every_match is every_match  # the earlier definition is undone
+    for tallies in (rules, earlier):
+        assert sum(t.searches for t in tallies.values()) == len(cases)
+    # Every result the engine certifies is the rules oracle's.
+    assert all(t.wrong_exact == 0 for t in rules.values())
+    assert "| exact |" in oracle.render(rules)

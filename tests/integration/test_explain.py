@@ -97,6 +97,7 @@ def big_dsn(databases: Databases, tmp_path_factory: pytest.TempPathFactory) -> I
                 (folder / f"{ws}-s{s}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
             report = pg.ingest_paths([folder], workspace=ws)
             assert not report.errors
+            pg.maintain(workspace=ws)  # term lists, for the bounded searches
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
         (count,) = conn.execute("SELECT count(*) FROM messages").fetchone() or (0,)
@@ -190,6 +191,7 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     for settings in (
         Settings.from_env(),
         Settings.from_env().with_(candidate_cap=10, stop_df_ratio=0.2),
+        Settings.from_env().with_(impact_lists=True),
     ):
         with PgSearch.connect(big_dsn, settings=settings) as pg, pg._driver.capture() as units:
             provider = pg.provider(workspace="ws-a")
@@ -231,6 +233,9 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert any("%(unit_q)s" in text for text in captured), "coverage-ordered path not run"
     assert any("DISTINCT ON (c.session_id)" in text for text in captured), "per-session spread"
     assert any("ORDER BY m.created_at DESC" in text for text in captured)
+    assert any("term_list_heads" in text for text in captured), "list heads not read"
+    assert any("term_lists l" in text for text in captured), "bounded candidates not read"
+    assert any("n.ingest_seq >" in text for text in captured), "tail not read"
     assert any("m.seq < %(seq)s" in text for text in captured), "window statements not run"
     # The direct read (vocabulary, typo neighbours and the plan's reads in one
     # statement), with and without the title branch, and for one session.
@@ -440,4 +445,48 @@ def test_ingest_lifecycle_statements_use_an_index(big_dsn: str) -> None:
             _lifecycle_statements()["tool call names"][1],
         ).fetchall()
         assert names, "the fixture's tool calls keep their ids"
+    assert bad == []
+
+
+def test_term_list_statements_use_an_index(big_dsn: str) -> None:
+    """The compaction's statements read one workspace's messages through its indexes:
+    the lag on ``messages_ingest_seq_idx``, the build by the
+    workspace's keys (it reads every message of the workspace, once)."""
+    from pgsearch import impact
+    from pgsearch.db import queries as q
+    from pgsearch.ranking import K1, B
+
+    ws = "ws-a"
+    params = {
+        "ws": ws,
+        "fields": q.FIELDS_STAT,
+        "min_df": impact.MIN_DF,
+        "max_postings": impact.MAX_POSTINGS,
+        "chunk": impact.CHUNK,
+        "k1": K1,
+        "b": B,
+        "watermark": 0,
+        "limit": 1000,
+        "avgdl": 20.0,
+        "speaker_kinds": ["user_text", "assistant_text"],
+    }
+    with psycopg.connect(big_dsn) as conn, conn.transaction(force_rollback=True):
+        (built,) = conn.execute(
+            "SELECT count(*) FROM term_list_heads WHERE workspace_id = %s", (ws,)
+        ).fetchone() or (0,)
+        assert built > 0  # built with the corpus
+        conn.execute("SET LOCAL enable_seqscan = off")
+        bad = []
+        for name, statement in {
+            "lag": q.LISTS_LAG,
+            "build": q.LISTS_BUILD,
+            "heads": q.LISTS_HEADS,
+            "state": q.LISTS_STATE,
+        }.items():
+            plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
+            assert plan is not None
+            if _seq_scans(plan[0]) or "Seq Scan on messages" in json.dumps(plan[0]):
+                bad.append(name)
+            if name == "lag":
+                assert "messages_ingest_seq_idx" in json.dumps(plan[0]), name
     assert bad == []

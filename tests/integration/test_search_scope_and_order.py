@@ -89,6 +89,7 @@ def test_equal_times_put_the_later_entry_first_everywhere(pg: PgSearch) -> None:
     ranked = provider.search(SessionQueryRequest(query="deploy note", per_session=False, limit=50))
     in_a = [seq for sid, seq in keys(ranked) if sid == "a"]
     assert in_a == [5, 4, 3, 2, 1, 0]
+    assert not ranked.approximate  # every match was read
     assert page_all(provider, query="deploy note", per_session=False, limit=2) == keys(ranked)
     best = provider.search(SessionQueryRequest(query="deploy note", limit=50))
     assert ("a", 5) in keys(best)
@@ -105,7 +106,7 @@ def test_the_candidate_cap_keeps_the_later_entries_of_equal_times(dsn: str) -> N
         result = pg.provider(workspace="w").search(
             SessionQueryRequest(query="common words", per_session=False, limit=50)
         )
-    assert result.candidates_capped
+    assert result.candidates_capped and result.approximate
     assert sorted(seq for _, seq in keys(result)) == list(range(20, 30))
 
 

@@ -345,7 +345,8 @@ def test_the_database_enforces_the_binding_below_the_library(tenants: Tenants) -
     def bound_to_a() -> Work[None]:
         for table in TENANT_TABLES:
             rows = yield from fetch(raw(f"SELECT DISTINCT workspace_id FROM {table}"))
-            assert [r[0] for r in rows] == [A]
+            # No word of these small workspaces is frequent enough to get a term list.
+            assert [r[0] for r in rows] == ([] if table.startswith("term_list") else [A])
         changed = yield from fetch(
             raw(
                 "UPDATE messages SET content = 'overwritten' "

@@ -27,6 +27,7 @@ from pgsearch.plan import (
     plan_candidates,
     plan_fields,
     rare_terms,
+    read_limits,
     score_candidates,
     vocabulary_lookup,
 )
@@ -129,6 +130,56 @@ def test_drivers_stop_at_the_scan_limit_rarest_first() -> None:
     # Rarest first: 100 + 300 + 5,000 fit; adding 16,000 would pass 20,000.
     assert driver_words(plan) == [["bravo"], ["delta"], ["alpha"]]
     assert plan.driver_df == 5_400 <= config.candidate_scan_limit
+
+
+def test_units_past_the_scan_limit_are_left_out_but_still_hit_units() -> None:
+    config = SETTINGS.with_(candidate_scan_limit=20_000)
+    dfs = {"alpha": 5_000, "bravo": 100, "charlie": 16_000, "delta": 300, "the": 900_000}
+    plan = plan_for("alpha bravo charlie delta the", dfs, n=1_000_000, config=config)
+    assert [plan.unit_words(u) for u in plan.left_out] == [["charlie"]]
+    # Every selective unit makes a hit; the stop-like word never does on its own.
+    assert [plan.unit_words(u) for u in plan.hit_units] == [
+        ["bravo"],
+        ["delta"],
+        ["alpha"],
+        ["charlie"],
+    ]
+    whole = plan_for("alpha bravo", {"alpha": 5_000, "bravo": 100}, n=1_000_000, config=config)
+    assert whole.left_out == () and whole.hit_units == whole.drivers
+    one = plan_for("the and", {"the": 9_000, "and": 8_000})
+    assert [one.unit_words(u) for u in one.hit_units] == [["the", "and"]]
+
+
+def test_a_result_is_approximate_only_when_a_limit_cut_a_read() -> None:
+    config = SETTINGS.with_(candidate_scan_limit=20_000)
+    plan = plan_for("alpha bravo", {"alpha": 5_000, "bravo": 100}, n=1_000_000, config=config)
+    query = parse("alpha bravo")
+    groups = choose_expansions(
+        query, known(query, {"alpha": 5_000, "bravo": 100}), max_expansions=8
+    )
+    fields = plan_fields(Filters(workspace="w", kinds=("user",)), groups, stats(n_fields=9), config)
+    assert fields is not None
+    exact = read_limits(plan, fields, candidates_read=plan.cap - 1, fields_read=fields.cap - 1)
+    assert exact == ()
+    assert read_limits(plan, None, candidates_read=plan.cap - 1, fields_read=10**6) == ()
+    full = read_limits(plan, fields, candidates_read=plan.cap, fields_read=0, spread=True)
+    assert len(full) == 2 and "best-covering" in full[0] and "per session" in full[1]
+    titles = read_limits(plan, fields, candidates_read=0, fields_read=fields.cap)
+    assert len(titles) == 1 and titles[0].startswith("titles/summaries")
+    cut = plan_for(
+        "alpha bravo charlie delta",
+        {"alpha": 5_000, "bravo": 100, "charlie": 16_000, "delta": 300},
+        n=1_000_000,
+        config=config,
+    )
+    assert read_limits(cut, None, candidates_read=0, fields_read=0) == (
+        "units left out by the scan limit: (charlie)",
+    )
+    trace = SearchTrace(mode="ranked", plan=cut, approximate=("x",))
+    assert "result: approximate (x)" in trace.describe()
+    assert trace.to_json()["approximate"] is True
+    assert trace.to_json()["left_out"] == [["charlie"]]
+    assert "result: exact" in SearchTrace(mode="ranked", plan=plan).describe()
 
 
 def test_the_rarest_unit_drives_even_beyond_the_scan_limit() -> None:

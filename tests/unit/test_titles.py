@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pgsearch.titles import MAX_TITLE_CHARS, clean_prompt, prompt_title
+from pgsearch.titles import MAX_TITLE_CHARS, PROMPT_CHARS, clean_prompt, prompt_title, title_of
 
 
 def test_the_first_prompt_is_the_title() -> None:
@@ -47,3 +47,19 @@ def test_markdown_marks_are_taken_out() -> None:
         "make test why does __init__.py fail?"
     )
     assert prompt_title(["**`**`**"]) is None
+
+
+def test_a_long_reminder_before_the_prompt_is_passed_over() -> None:
+    reminder = "<system-reminder>" + "context " * 1000 + "</system-reminder>"
+    assert title_of(reminder + "\nfix the flaky login test") == "fix the flaky login test"
+    # Only the start of a prompt is read: an unclosed block there hides the rest.
+    unclosed = "<system-reminder>" + "x" * PROMPT_CHARS + "</system-reminder> late words"
+    assert title_of(unclosed) is None
+
+
+def test_a_secret_cut_by_the_title_is_scrubbed_whole() -> None:
+    token = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2"
+    prompt = "please deploy the service to staging now, " + "with " * 6 + "token " + token
+    assert len(prompt) > MAX_TITLE_CHARS > prompt.index(token)
+    title = title_of(prompt)
+    assert title is not None and "ghp_" not in title and "Ab1Cd2" not in title

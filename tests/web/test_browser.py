@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 
 from pgsearch import PgSearch
 from tests.conftest import missing_part
-from tests.web.conftest import CHROMIUM, LONG, LiveServer
+from tests.web.conftest import CHROMIUM, LONG, T0, LiveServer
 
 #: Where a test run leaves its screenshots (for a person to look at).
 SHOTS = os.environ.get("PGSEARCH_SCREENSHOTS")
@@ -276,6 +277,101 @@ def test_marks_come_from_the_ranges_and_browsing_is_not_searching(
     expect(page.locator(".result mark")).to_have_count(0)
     expect(page.locator("#histogram")).to_be_hidden()
     shot(page, "browse")
+    assert errors == []
+
+
+def test_hits_are_titled_by_their_sessions_first_prompt_when_they_have_no_title(
+    context: BrowserContext, server: LiveServer, http_dsn: str
+) -> None:
+    """A session without a title of its own is named by its first prompt, cleaned
+    and cut, in the results and in the session view; an agent's title is shown as
+    it is."""
+
+    def at(hours: int, minutes: int) -> str:
+        return (T0 + timedelta(hours=hours, minutes=minutes)).isoformat()
+
+    with PgSearch.connect(http_dsn) as pg:
+        pg.append(
+            workspace="login-work",
+            session_id="flaky-login",
+            messages=[
+                {
+                    "role": "user",
+                    "created_at": at(1, 0),
+                    "content": "please push the fix for the flaky login test",
+                },
+                {
+                    "role": "assistant",
+                    "created_at": at(1, 4),
+                    "content": "Pushed: the login test now waits for the session cookie.",
+                },
+            ],
+        )
+        pg.append(
+            workspace="login-work",
+            session_id="login-timeouts",
+            messages=[
+                {
+                    "role": "user",
+                    "created_at": at(5, 10),
+                    "content": "<system-reminder>be brief</system-reminder>",
+                },
+                {
+                    "role": "user",
+                    "created_at": at(5, 10),
+                    "content": "## Why do **login** requests time out under load?\n"
+                    "See `gateway.log` from last night's run, the p99 is above 30 s and "
+                    "the pool is exhausted",
+                },
+                {
+                    "role": "assistant",
+                    "created_at": at(5, 13),
+                    "content": "The login handler holds a pool connection while it hashes.",
+                },
+            ],
+        )
+        pg.append(
+            workspace="login-work",
+            session_id="sso",
+            messages=[
+                {
+                    "role": "user",
+                    "created_at": at(26, 2),
+                    "content": "add single sign-on to the login page",
+                },
+                {
+                    "role": "assistant",
+                    "created_at": at(26, 9),
+                    "content": "Added an OIDC login button.",
+                    "title": "Single sign-on for the login page",
+                },
+            ],
+        )
+        token = pg.create_token(workspace="login-work").secret
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    sign_in(page, server.url, token)
+    page.fill("#q", "login")
+    page.press("#q", "Enter")
+    expect(page.locator(".result")).to_have_count(3)
+    titles = {
+        str(r.get_attribute("data-session")): r.locator(".title").inner_text()
+        for r in page.locator(".result").all()
+    }
+    assert titles == {
+        "flaky-login": "please push the fix for the flaky login test",
+        "login-timeouts": (
+            "Why do login requests time out under load? See gateway.log from last night's…"
+        ),
+        "sso": "Single sign-on for the login page",
+    }
+    picture = picture_stats(page, shot(page, "search-titles"))
+    assert picture["colours"] > 20 and 0.005 < picture["inked"] < 0.6, picture
+    page.locator('.result[data-session="flaky-login"]').click()
+    expect(page.locator("#session-title")).to_have_text(
+        "please push the fix for the flaky login test"
+    )
     assert errors == []
 
 
