@@ -228,12 +228,6 @@ class SearchEngine:
             first.append(reads.expand_exact(ws, lookup))
             if shaped:
                 first.append(reads.expand_untrusted_typos(ws, lookup, shaped))
-        # The state of the term lists, for a plan that caps its candidates.
-        lists = self.uses_lists and filters.only_kinds
-        if lists:
-            first.append(
-                reads.list_heads(ws, lookup.words + lookup.stems, limit=impact.TAIL_MAX + 1)
-            )
         got = list((yield Step(tuple(first))))
         stats: SearchStats = got.pop(0)[0]
         searched: int = stats.in_scope if filters.only_kinds else got.pop(0)[0]
@@ -246,7 +240,6 @@ class SearchEngine:
             if shaped:
                 targets = set(fuzzy_targets(lookup, found))
                 found += [row for row in got.pop(0) if row.word_index in targets]
-        lists_state = reads.lists_state(got.pop(0)) if lists else None
         groups = choose_expansions(
             query,
             found,
@@ -260,11 +253,13 @@ class SearchEngine:
             )
         plan = plan_candidates(query, groups, stats, settings)
         field_plan = plan_fields(filters, groups, stats, settings)
-        bounded = (
-            None
-            if self.exhaustive
-            else impact.bounded_plan(plan, lists_state, rare_limit=settings.candidate_cap)
-        )
+        bounded = None
+        if self.uses_lists and filters.only_kinds and plan.strategy in impact.BOUNDED_STRATEGIES:
+            # A plan that caps its candidates: the state of the term lists decides
+            # whether they are read instead (a trip only such searches take).
+            heads = yield from fetch(reads.list_heads(ws, plan.terms, limit=impact.TAIL_MAX + 1))
+            state = reads.lists_state(heads)
+            bounded = impact.bounded_plan(plan, state, rare_limit=settings.candidate_cap)
         if bounded is not None:
             known_fields: list[FieldRow] | None = None
             if field_plan is None:
@@ -448,7 +443,7 @@ class SearchEngine:
         # message read yet get an entry.
         full = impact.leading_sessions(
             score_candidates(candidates, plan.groups, stats, fields, {}, evidence),
-            2 * k,
+            k,
             per_session=per_session,
         ) | set(fields)
         orphans = orphan_hits(candidates, fields)
