@@ -47,7 +47,6 @@ from pgsearch.plan import (
     direct_candidates_hold,
     direct_fields_hold,
     field_hits,
-    fuzzy_targets,
     orphan_hits,
     parse_query,
     plan_candidates,
@@ -199,47 +198,37 @@ class SearchEngine:
         # One trip: statistics, the scope's size, the words' vocabulary rows with
         # the typo neighbours of the words not found often enough as written, and the
         # reads of the direct plan (`pgsearch.plan.direct_candidates_hold`), which the
-        # server makes with the expansions it chose from those rows.
+        # server makes with the expansions it chose from those rows (without the
+        # direct reads, the vocabulary rows alone).
         first: list[Statement[Any]] = [reads.search_stats(filters)]
         if not filters.only_kinds:
             first.append(reads.count_in_scope(filters))
         direct = self.direct
         direct_titles = direct and not filters.narrows_entries
         realword_ratio = settings.realword_ratio if settings.realword_df else 0.0
-        shaped = [i for i, allowed in enumerate(lookup.fuzzy) if allowed]
-        if direct:
-            first.append(
-                reads.direct_search(
-                    filters,
-                    lookup,
-                    unit_indexes(query),
-                    query.phrases,
-                    titles=direct_titles,
-                    max_expansions=settings.max_expansions,
-                    typo_distance=settings.typo_distance,
-                    realword_ratio=realword_ratio,
-                    cap=settings.candidate_cap,
-                    stop_cap=settings.stop_candidate_cap,
-                    stop_ratio=settings.stop_df_ratio,
-                    stop_min_df=STOP_MIN_DF,
-                )
+        first.append(
+            reads.direct_search(
+                filters,
+                lookup,
+                unit_indexes(query),
+                query.phrases,
+                titles=direct_titles,
+                max_expansions=settings.max_expansions,
+                typo_distance=settings.typo_distance,
+                realword_ratio=realword_ratio,
+                cap=settings.candidate_cap,
+                stop_cap=settings.stop_candidate_cap,
+                stop_ratio=settings.stop_df_ratio,
+                stop_min_df=STOP_MIN_DF,
+                candidates=direct,
             )
-        else:
-            first.append(reads.expand_exact(ws, lookup))
-            if shaped:
-                first.append(reads.expand_untrusted_typos(ws, lookup, shaped))
+        )
         got = list((yield Step(tuple(first))))
         stats: SearchStats = got.pop(0)[0]
         searched: int = stats.in_scope if filters.only_kinds else got.pop(0)[0]
-        read: reads.DirectRead | None = None
-        if direct:
-            read = reads.split_direct(got.pop(0))
-            found: list[VocabRow] = read.vocabulary
-        else:
-            found = got.pop(0)
-            if shaped:
-                targets = set(fuzzy_targets(lookup, found))
-                found += [row for row in got.pop(0) if row.word_index in targets]
+        vocabulary = reads.split_direct(got.pop(0))
+        found: list[VocabRow] = vocabulary.vocabulary
+        read = vocabulary if direct else None
         groups = choose_expansions(
             query,
             found,

@@ -545,66 +545,12 @@ CURSOR_KEY = "SELECT value FROM pgsearch_meta WHERE key = 'cursor_key'"
 # What is left of a request's deadline, as the timeout of the statements after it.
 STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
 
-# Exact vocabulary terms, same-stem terms and (for 3-4 letter words) prefix terms of
-# the query words, all in one index-driven statement.
-EXPAND_EXACT = """
-WITH q AS (
-    SELECT * FROM unnest(%(words)s::text[], %(stems)s::text[], %(prefix)s::bool[])
-        WITH ORDINALITY AS q(word, stem, prefix, i)
-)
-SELECT q.i, v.term, v.df, v.sf, 'exact' AS how
-FROM q JOIN vocabulary v ON v.workspace_id = %(ws)s AND v.term = q.word
-UNION ALL
-SELECT q.i, v.term, v.df, v.sf, 'stem'
-FROM q JOIN vocabulary v ON v.workspace_id = %(ws)s AND v.stem = q.stem AND v.term <> q.word
-UNION ALL
-SELECT q.i, p.term, p.df, p.sf, 'prefix'
-FROM q CROSS JOIN LATERAL (
-    SELECT v.term, v.df, v.sf FROM vocabulary v
-    WHERE v.workspace_id = %(ws)s AND v.term > q.word AND v.term < q.word || chr(1114111)
-    ORDER BY v.df DESC LIMIT %(prefix_limit)s
-) p
-WHERE q.prefix
-"""
-
-# Vocabulary terms that share enough trigrams with a query word (the caller checks
-# the edit distance); runs only for words not found as written.
-EXPAND_FUZZY = """
-SELECT q.i, f.term, f.df, f.sf
-FROM unnest(%(words)s::text[]) WITH ORDINALITY AS q(word, i)
-CROSS JOIN LATERAL (
-    SELECT v.term, v.df, v.sf FROM vocabulary v
-    WHERE v.workspace_id = %(ws)s AND v.term %% q.word AND v.term <> q.word
-      AND length(v.term) >= 4 AND v.term !~ '[0-9]'  -- the trigram index's predicate
-    ORDER BY similarity(v.term, q.word) DESC, v.df DESC
-    LIMIT %(fuzzy_limit)s
-) f
-"""
-
-# `EXPAND_FUZZY` for the words whose shape allows typos, keeping those found fewer
-# than `below` times as written (`plan.fuzzy_targets`): it needs no result of
-# `EXPAND_EXACT`, so both travel in one round trip.
-EXPAND_FUZZY_UNTRUSTED = """
-SELECT q.i, f.term, f.df, f.sf
-FROM (
-    SELECT q.word, q.i FROM unnest(%(words)s::text[]) WITH ORDINALITY AS q(word, i)
-    WHERE NOT EXISTS (
-        SELECT 1 FROM vocabulary e
-        WHERE e.workspace_id = %(ws)s AND e.term = q.word AND e.df + e.sf >= %(below)s
-    )
-) q
-CROSS JOIN LATERAL (
-    SELECT v.term, v.df, v.sf FROM vocabulary v
-    WHERE v.workspace_id = %(ws)s AND v.term %% q.word AND v.term <> q.word
-      AND length(v.term) >= 4 AND v.term !~ '[0-9]'  -- the trigram index's predicate
-    ORDER BY similarity(v.term, q.word) DESC, v.df DESC
-    LIMIT %(fuzzy_limit)s
-) f
-"""
-
-# The direct plan: the vocabulary rows of the query words (`vr`: what `EXPAND_EXACT`
-# and `EXPAND_FUZZY_UNTRUSTED` read, less the typo neighbours more than twice the
-# allowed distance away in Levenshtein edits, which no adjacent swap brings nearer),
+# The vocabulary rows of the query words (`vr`): the terms as written and of the same
+# stem, for 3-4 letter words found fewer than `trusted` times the `prefix_limit` most
+# frequent terms they start, and for words whose shape allows typos found fewer than
+# `below` times the `fuzzy_limit` terms sharing the most trigrams (the trigram index's
+# predicate), less those more than twice the allowed distance away in Levenshtein
+# edits, which no adjacent swap brings within reach. The direct plan reads on them:
 # and each word's expansions as `plan.choose_expansions` keeps them (`e`): its terms
 # as written and of the same stem; for a word found fewer than `trusted` times as
 # written, the terms it starts (`prefix`) and the neighbours within its `allowed`
@@ -1101,6 +1047,7 @@ def direct_search_sql(
     stop_ratio: float,
     stop_min_df: int,
     titles: bool,
+    candidates: bool = True,
 ) -> tuple[LiteralString, dict[str, Any]]:
     """The vocabulary rows of the query words with the direct plan's reads, in one
     statement (`_direct_terms`, `_DIRECT_UNITS`): each row is tagged ``v`` (a
@@ -1111,26 +1058,31 @@ def direct_search_sql(
     the statement of its plan). `units` are the query's units as 0-based word
     indexes; `expansion` the rules of `plan.choose_expansions` as parameters
     (``prefix_limit``, ``fuzzy_limit``, ``trusted``, ``below``, ``realword``,
-    ``max_expansions``, ``osa``)."""
-    sql: LiteralString = (
-        _direct_terms(prefix=any(prefix), typos=any(shaped))
-        + _DIRECT_UNITS
-        + (_DIRECT_FIELD_STOP if titles else "")
-        + "SELECT 'v' AS tag, vr.i, vr.term, vr.df, vr.sf, vr.how,"
+    ``max_expansions``, ``osa``). Without `candidates`, the vocabulary rows alone."""
+    sql: LiteralString = _direct_terms(prefix=any(prefix), typos=any(shaped))
+    if candidates:
+        sql += _DIRECT_UNITS
+    if candidates and titles:
+        sql += _DIRECT_FIELD_STOP
+    sql += (
+        "SELECT 'v' AS tag, vr.i, vr.term, vr.df, vr.sf, vr.how,"
         " EXISTS (SELECT 1 FROM e WHERE e.i = vr.i AND e.term = vr.term) AS chosen,"
         " NULL::text AS session_id, NULL::int AS seq, NULL::text AS kind, NULL::text AS role,"
         " NULL::timestamptz AS created_at, NULL::int AS token_count, NULL::text AS tfs,"
         " NULL::boolean AS phrase_hit, NULL::text AS tool_name, NULL::int AS field_len,"
         " NULL::text[] AS field_tfs FROM vr"
-        " UNION ALL (SELECT 'c', NULL, NULL, NULL, NULL, NULL, NULL, m.session_id, m.seq,"
-        " m.kind, m.role, m.created_at, m.token_count,"
-        " ts_filter(setweight(m.tsv, 'A', (SELECT array_agg(DISTINCT e.term) FROM e)), '{a}')"
-        "::text, CASE WHEN %(phrase)s::tsquery IS NULL THEN false"
-        " ELSE m.tsv @@ %(phrase)s::tsquery END, m.tool_name, NULL, NULL"
-        " FROM messages m WHERE "
-        + _filter_sql(filters, "m")
-        + " AND m.tsv @@ (SELECT p.tsq FROM p) LIMIT (SELECT p.rows FROM p))"
     )
+    if candidates:
+        sql += (
+            " UNION ALL (SELECT 'c', NULL, NULL, NULL, NULL, NULL, NULL, m.session_id, m.seq,"
+            " m.kind, m.role, m.created_at, m.token_count,"
+            " ts_filter(setweight(m.tsv, 'A', (SELECT array_agg(DISTINCT e.term) FROM e)),"
+            " '{a}')::text, CASE WHEN %(phrase)s::tsquery IS NULL THEN false"
+            " ELSE m.tsv @@ %(phrase)s::tsquery END, m.tool_name, NULL, NULL"
+            " FROM messages m WHERE "
+            + _filter_sql(filters, "m")
+            + " AND m.tsv @@ (SELECT p.tsq FROM p) LIMIT (SELECT p.rows FROM p))"
+        )
     params = _filter_params(filters)
     params.update(expansion)
     params.update(
@@ -1148,7 +1100,7 @@ def direct_search_sql(
         stop_min_df=stop_min_df,
         fields=FIELDS_STAT,
     )
-    if titles:
+    if candidates and titles:
         sql += (
             " UNION ALL (SELECT 'f', NULL, NULL, NULL, NULL, NULL, NULL, s.session_id, NULL,"
             " NULL, NULL, NULL, NULL, NULL, NULL, NULL, s.field_len,"

@@ -39,9 +39,6 @@ __all__ = [
     "cursor_key",
     "direct_search",
     "every_match",
-    "expand_exact",
-    "expand_fuzzy",
-    "expand_untrusted_typos",
     "list_heads",
     "lists_built_at",
     "lists_state",
@@ -98,42 +95,6 @@ def count_in_scope(filters: Filters) -> Statement[int]:
 def cursor_key() -> Statement[bytes]:
     """The database's key for signing cursors (none stored: a fixed one)."""
     return Statement("cursor key", q.CURSOR_KEY, decode=lambda r: str(r[0]).encode())
-
-
-def expand_exact(workspace: str, lookup: VocabularyLookup) -> Statement[VocabRow]:
-    """Vocabulary rows of the lookup's words: as written, same stem, terms they start."""
-    return Statement(
-        "expand words",
-        q.EXPAND_EXACT,
-        {
-            "ws": workspace,
-            "words": list(lookup.words),
-            "stems": list(lookup.stems),
-            "prefix": list(lookup.prefix),
-            "prefix_limit": lookup.prefix_limit,
-        },
-        lambda r: VocabRow(
-            word_index=int(r[0]) - 1, term=r[1], df=int(r[2]), sf=int(r[3]), how=r[4]
-        ),
-    )
-
-
-def expand_fuzzy(
-    workspace: str, lookup: VocabularyLookup, targets: Sequence[int]
-) -> Statement[VocabRow]:
-    """Typo neighbours (shared trigrams) of the words `targets` indexes."""
-    return Statement(
-        "expand typos",
-        q.EXPAND_FUZZY,
-        {
-            "ws": workspace,
-            "words": [lookup.words[i] for i in targets],
-            "fuzzy_limit": lookup.fuzzy_limit,
-        },
-        lambda r: VocabRow(
-            word_index=targets[int(r[0]) - 1], term=r[1], df=int(r[2]), sf=int(r[3]), how="fuzzy"
-        ),
-    )
 
 
 def _candidate(row: Sequence[Any]) -> CandidateRow:
@@ -382,28 +343,6 @@ def within(inner: Work[T], deadline: Deadline, context: str) -> Work[T]:
             return stop.value  # type: ignore[no-any-return]
 
 
-def expand_untrusted_typos(
-    workspace: str, lookup: VocabularyLookup, shaped: Sequence[int]
-) -> Statement[VocabRow]:
-    """`expand_fuzzy` for the words `shaped` indexes, each only when it is found as
-    written fewer times than `plan.fuzzy_targets` reads neighbours for: independent
-    of `expand_exact`, so it travels with it."""
-    return Statement(
-        "expand typos",
-        q.EXPAND_FUZZY_UNTRUSTED,
-        {
-            "ws": workspace,
-            "words": [lookup.words[i] for i in shaped],
-            # As `plan.fuzzy_targets`: found fewer times than this as written.
-            "below": max(lookup.trusted_df, lookup.realword_df),
-            "fuzzy_limit": lookup.fuzzy_limit,
-        },
-        lambda r: VocabRow(
-            word_index=shaped[int(r[0]) - 1], term=r[1], df=int(r[2]), sf=int(r[3]), how="fuzzy"
-        ),
-    )
-
-
 @dataclass(frozen=True, kw_only=True)
 class DirectRead:
     """What `direct_search` read: the vocabulary rows of the query words, the
@@ -464,6 +403,7 @@ def direct_search(
     stop_cap: int,
     stop_ratio: float,
     stop_min_df: int,
+    candidates: bool = True,
 ) -> Statement[DirectRow]:
     """The vocabulary rows of the lookup's words (typo neighbours within twice their
     allowed distance only), the expansions the server chose as
@@ -471,7 +411,8 @@ def direct_search(
     plan's reads, in one statement (`pgsearch.db.queries.direct_search_sql`; rows
     by kind with `split_direct`): every message holding a complete unit when those
     are at most `cap`, and with `titles` the sessions whose title or summary holds a
-    selective word."""
+    selective word. Without `candidates` (``expand words``), the vocabulary rows and
+    the server's choice only."""
     sql, params = q.direct_search_sql(
         filters,
         words=lookup.words,
@@ -496,5 +437,7 @@ def direct_search(
         stop_ratio=stop_ratio,
         stop_min_df=stop_min_df,
         titles=titles,
+        candidates=candidates,
     )
-    return Statement("direct search", sql, params, _direct_row)
+    name = "direct search" if candidates else "expand words"
+    return Statement(name, sql, params, _direct_row)

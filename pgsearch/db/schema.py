@@ -198,7 +198,7 @@ vocabulary = Table(
         "term",
         postgresql_using="gin",
         postgresql_ops={"term": "gin_trgm_ops"},
-        # Only terms typo matching can reach (see migration 0003 and EXPAND_FUZZY).
+        # Only terms typo matching can reach (see migration 0003 and `queries._DIRECT_TYPOS`).
         postgresql_where=text("length(term) >= 4 AND term !~ '[0-9]'"),
     ),
     Index("vocabulary_stem_idx", "workspace_id", "stem"),
