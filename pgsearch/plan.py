@@ -276,6 +276,11 @@ def fuzzy_targets(lookup: VocabularyLookup, exact_rows: Iterable[VocabRow]) -> t
     return tuple(i for i, shaped in enumerate(lookup.fuzzy) if shaped and exact_df[i] < below)
 
 
+def allowed_edits(word: str) -> int:
+    """Edits a typo expansion of `word` may be away: one, two from 9 letters."""
+    return 1 if len(word) <= ONE_EDIT_MAX_CHARS else 2
+
+
 def choose_expansions(
     query: ParsedQuery,
     rows: Sequence[VocabRow],
@@ -326,7 +331,7 @@ def choose_expansions(
             )
             continue
         word = texts[i]
-        allowed = 1 if len(word) <= ONE_EDIT_MAX_CHARS else 2
+        allowed = allowed_edits(word)
         distance = edit_distance(word, row.term, score_cutoff=allowed)
         if distance <= allowed:
             typos.setdefault(i, []).append((distance, -(row.df + row.sf), row.term, row.sf, row.df))
@@ -477,13 +482,12 @@ def plan_candidates(
 
 
 # --- 3b. the direct plan, read before it is known ------------------------------------
-# Most queries need no prefix or typo expansion, and then their plan's reads follow
-# from the vocabulary alone. The store reads them in the same round trip as the
-# vocabulary (`pgsearch.db.reads.direct_candidates`, `direct_fields`), assuming
-# each word's group holds its terms as written and of the same stem; the server
-# then decides as `plan_candidates` and `plan_fields` do. The functions below say,
-# once the plan is made, whether those rows are the very rows its own statements
-# would return.
+# A plan's reads follow from the vocabulary rows and the rules above. The store
+# reads them in the statement that reads the vocabulary (`pgsearch.db.reads.
+# direct_search`): the server chooses each word's expansions from the rows it
+# returns, as `choose_expansions` does, then decides as `plan_candidates` and
+# `plan_fields` do. The functions below say, once the plan is made, whether those
+# rows are the very rows its own statements would return.
 
 
 def unit_indexes(query: ParsedQuery) -> tuple[tuple[int, ...], ...]:
@@ -497,6 +501,15 @@ def is_direct(groups: Mapping[str, Group]) -> bool:
     return all(e.how in ("exact", "stem") for g in groups.values() for e in g)
 
 
+def same_expansions(groups: Mapping[str, Group], chosen: Iterable[tuple[int, str]] | None) -> bool:
+    """Whether the direct read's expansions are the groups': those it `chosen`
+    ((word index, term) pairs), or with None its words as written and same-stem
+    terms only."""
+    if chosen is None:
+        return is_direct(groups)
+    return {(e.group, e.term) for g in groups.values() for e in g} == set(chosen)
+
+
 def _unit_key(unit: Unit) -> frozenset[int]:
     return frozenset(g[0].group for g in unit)
 
@@ -508,18 +521,21 @@ def direct_candidates_hold(
     stats: SearchStats,
     settings: Settings,
     rows_read: int,
+    chosen: Iterable[tuple[int, str]] | None = None,
 ) -> bool:
     """Whether the direct candidate rows (`rows_read` of them) are exactly those the
     plan's candidate statement returns.
 
-    The direct read (`pgsearch.db.queries._DIRECT_UNITS`) makes `plan_candidates`'
-    choice on the server from the same vocabulary rows, and reads only when every
+    The direct read (`pgsearch.db.queries._direct_terms`) chooses each word's
+    expansions on the server (`chosen`; see `same_expansions`), and holds only when
+    they are the groups'. It (`_DIRECT_UNITS`) makes `plan_candidates`' choice
+    from the same vocabulary rows, and reads only when every
     match fits the cap: every word, which is the plan's read when no unit drives and
     the rarest word is within the cap (``all_words``); or any selective unit, which
     is the plan's read when those are its drivers and their df sum is within the cap
     (``any_unit``). Reading the newest of more matches is left to the plan's own
     statement, which the planner can answer from the time index."""
-    if not is_direct(groups) or rows_read > plan.cap:
+    if not same_expansions(groups, chosen) or rows_read > plan.cap:
         return False
     if plan.strategy == "all_words":
         return True
@@ -533,11 +549,17 @@ def direct_candidates_hold(
 
 
 def direct_fields_hold(
-    groups: Mapping[str, Group], field_plan: FieldPlan | None, rows_read: int
+    groups: Mapping[str, Group],
+    field_plan: FieldPlan | None,
+    rows_read: int,
+    chosen: Iterable[tuple[int, str]] | None = None,
 ) -> bool:
-    """Whether the direct title/summary rows are the field plan's: the same terms and
-    no more than its cap (the direct read stops one row beyond it)."""
-    return field_plan is not None and is_direct(groups) and rows_read <= field_plan.cap
+    """Whether the direct title/summary rows are the field plan's: the same terms
+    (`same_expansions`) and no more than its cap (the direct read stops one row
+    beyond it)."""
+    return (
+        field_plan is not None and same_expansions(groups, chosen) and rows_read <= field_plan.cap
+    )
 
 
 # --- 4. session titles and summaries -------------------------------------------------

@@ -196,57 +196,56 @@ class SearchEngine:
         lookup = vocabulary_lookup(
             query, fuzzy_limit=settings.fuzzy_fetch, realword_df=settings.realword_df
         )
-        # One trip: statistics, the scope's size, the words' vocabulary rows, typo
-        # neighbours of the words not found often enough as written, and the reads of
-        # the direct plan (`pgsearch.plan.direct_candidates_hold`).
+        # One trip: statistics, the scope's size, the words' vocabulary rows with
+        # the typo neighbours of the words not found often enough as written, and the
+        # reads of the direct plan (`pgsearch.plan.direct_candidates_hold`), which the
+        # server makes with the expansions it chose from those rows.
         first: list[Statement[Any]] = [reads.search_stats(filters)]
         if not filters.only_kinds:
             first.append(reads.count_in_scope(filters))
-        first.append(reads.expand_exact(ws, lookup))
-        shaped = [i for i, allowed in enumerate(lookup.fuzzy) if allowed]
-        if shaped:
-            first.append(reads.expand_untrusted_typos(ws, lookup, shaped))
         direct = self.direct
         direct_titles = direct and not filters.narrows_entries
+        realword_ratio = settings.realword_ratio if settings.realword_df else 0.0
+        shaped = [i for i, allowed in enumerate(lookup.fuzzy) if allowed]
         if direct:
             first.append(
-                reads.direct_candidates(
+                reads.direct_search(
                     filters,
                     lookup,
                     unit_indexes(query),
                     query.phrases,
+                    titles=direct_titles,
+                    max_expansions=settings.max_expansions,
+                    typo_distance=settings.typo_distance,
+                    realword_ratio=realword_ratio,
                     cap=settings.candidate_cap,
                     stop_cap=settings.stop_candidate_cap,
                     stop_ratio=settings.stop_df_ratio,
                     stop_min_df=STOP_MIN_DF,
                 )
             )
-            if direct_titles:
-                first.append(
-                    reads.direct_fields(
-                        ws,
-                        filters.session_id,
-                        lookup,
-                        stop_ratio=settings.stop_df_ratio,
-                        stop_min_df=STOP_MIN_DF,
-                        cap=settings.candidate_cap,
-                    )
-                )
+        else:
+            first.append(reads.expand_exact(ws, lookup))
+            if shaped:
+                first.append(reads.expand_untrusted_typos(ws, lookup, shaped))
         got = list((yield Step(tuple(first))))
         stats: SearchStats = got.pop(0)[0]
         searched: int = stats.in_scope if filters.only_kinds else got.pop(0)[0]
-        found: list[VocabRow] = got.pop(0)
-        if shaped:
-            targets = set(fuzzy_targets(lookup, found))
-            found += [row for row in got.pop(0) if row.word_index in targets]
-        direct_rows: list[CandidateRow] = got.pop(0) if direct else []
-        direct_field_rows: list[FieldRow] = got.pop(0) if direct_titles else []
+        read: reads.DirectRead | None = None
+        if direct:
+            read = reads.split_direct(got.pop(0))
+            found: list[VocabRow] = read.vocabulary
+        else:
+            found = got.pop(0)
+            if shaped:
+                targets = set(fuzzy_targets(lookup, found))
+                found += [row for row in got.pop(0) if row.word_index in targets]
         groups = choose_expansions(
             query,
             found,
             max_expansions=settings.max_expansions,
             typo_distance=settings.typo_distance,
-            realword_ratio=settings.realword_ratio if settings.realword_df else 0.0,
+            realword_ratio=realword_ratio,
         )
         if not groups:
             return SessionQueryResult(matches=(), searched=searched), SearchTrace(
@@ -265,8 +264,12 @@ class SearchEngine:
             known_fields: list[FieldRow] | None = None
             if field_plan is None:
                 known_fields = []
-            elif direct and direct_fields_hold(groups, field_plan, len(direct_field_rows)):
-                known_fields = direct_field_rows
+            elif (
+                direct_titles
+                and read is not None
+                and direct_fields_hold(groups, field_plan, len(read.fields), read.chosen)
+            ):
+                known_fields = read.fields
             return (
                 yield from self._bounded_search(
                     filters,
@@ -289,14 +292,18 @@ class SearchEngine:
             if field_plan is not None:
                 field_rows = yield from fetch(reads.session_fields(ws, field_plan, capped=False))
         else:
-            if direct and direct_candidates_hold(
-                query, groups, plan, stats, settings, len(direct_rows)
+            if read is not None and direct_candidates_hold(
+                query, groups, plan, stats, settings, len(read.candidates), read.chosen
             ):
-                candidates = direct_rows
+                candidates = read.candidates
             if field_plan is None:
                 field_rows = []
-            elif direct and direct_fields_hold(groups, field_plan, len(direct_field_rows)):
-                field_rows = direct_field_rows
+            elif (
+                direct_titles
+                and read is not None
+                and direct_fields_hold(groups, field_plan, len(read.fields), read.chosen)
+            ):
+                field_rows = read.fields
         reading: list[Statement[Any]] = []
         if candidates is None:
             reading.append(reads.candidates(filters, plan))

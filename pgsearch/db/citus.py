@@ -140,6 +140,10 @@ _FOREIGN_KEYS = (
 )
 
 
+#: pgsearch's own functions, which searches call on the node holding the workspace.
+FUNCTIONS = ("pgsearch_edit_distance(text, text, integer, boolean)",)
+
+
 def convert(conn: Any) -> list[str]:
     """Distribute an existing single-node schema in place, with its rows.
 
@@ -168,6 +172,18 @@ def convert(conn: Any) -> list[str]:
     todo = [t for t in present if not is_distributed(conn, t)]
     if not todo:
         return []
+    # Functions created before the extension live on the coordinator only; searches
+    # run on the workers (which need the extensions pgsearch uses, as every node does).
+    # First: Citus creates no function in a transaction that has written to shards.
+    for function in FUNCTIONS:
+        if _scalar(
+            conn,
+            "SELECT to_regprocedure(:f) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM"
+            " pg_dist_object WHERE classid = 'pg_proc'::regclass"
+            " AND objid = to_regprocedure(:f))",
+            f=function,
+        ):
+            _scalar(conn, "SELECT create_distributed_function(:f)", f=function)
     keys = [
         (table, name, definition)
         for table, name, definition in _FOREIGN_KEYS

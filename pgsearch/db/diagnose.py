@@ -13,7 +13,7 @@ from pgsearch.db import queries as q
 from pgsearch.db.connector import HEAD_REVISION, connect, wrap_errors
 
 #: Extensions the migrations create.
-NEEDED_EXTENSIONS = ("pg_trgm", "btree_gin")
+NEEDED_EXTENSIONS = ("pg_trgm", "btree_gin", "fuzzystrmatch")
 #: The oldest PostgreSQL pgsearch supports.
 MIN_SERVER_VERSION_NUM = 140000
 

@@ -7,7 +7,7 @@ Each search-time shape has an EXPLAIN test (tests/integration/test_explain.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, LiteralString
 
 from pgsearch.cursor import BrowsePosition
@@ -602,28 +602,110 @@ CROSS JOIN LATERAL (
 ) f
 """
 
-# The direct plan: each query word's terms as written and of the same stem (`e`),
-# what a plan reads when no word gets prefix or typo expansions. `g` holds each
-# word's group as tsquery text (quoted as `_quote` does) with its summed df and
-# largest sf. The candidate and title statements built on it read in the same round
-# trip as the vocabulary; the engine keeps their rows only when its plan turns out
-# to be the direct one (`pgsearch.plan.direct_candidates_hold`).
-_DIRECT_TERMS: LiteralString = r"""
-WITH q AS (
-    SELECT * FROM unnest(%(words)s::text[], %(stems)s::text[]) WITH ORDINALITY AS q(word, stem, i)
-), e AS (
-    SELECT q.i, v.term, v.df, v.sf,
-           '''' || replace(replace(v.term, '''', ''''''), E'\\', E'\\\\') || '''' AS quoted
+# The direct plan: the vocabulary rows of the query words (`vr`: what `EXPAND_EXACT`
+# and `EXPAND_FUZZY_UNTRUSTED` read, less the typo neighbours more than twice the
+# allowed distance away in Levenshtein edits, which no adjacent swap brings nearer),
+# and each word's expansions as `plan.choose_expansions` keeps them (`e`): its terms
+# as written and of the same stem; for a word found fewer than `trusted` times as
+# written, the terms it starts (`prefix`) and the neighbours within its `allowed`
+# distance (with `osa` an adjacent swap is one edit; `pgsearch_edit_distance`
+# settles what `levenshtein_less_equal` cannot), nearest, then most frequent, then
+# first in code point order, at most `max_expansions` of them (a word found fewer
+# than `below` times also gets the neighbours `realword` times as frequent as it).
+# `g` holds each word's group as tsquery text (quoted as `_quote` does) with its
+# summed df and largest sf. The candidate and title reads built on it run in the
+# statement that returns the vocabulary rows; the engine keeps their rows only when
+# its own expansions are those `e` chose and its plan is the one the server made
+# (`pgsearch.plan.direct_candidates_hold`).
+_DIRECT_WORDS: LiteralString = r"""
+WITH q AS MATERIALIZED (
+    SELECT * FROM unnest(%(words)s::text[], %(stems)s::text[], %(prefix)s::bool[],
+                         %(shaped)s::bool[], %(allowed)s::int[])
+        WITH ORDINALITY AS q(word, stem, prefix, shaped, allowed, i)
+), x AS MATERIALIZED (
+    SELECT q.i, v.term, v.df, v.sf, 'exact'::text AS how, 0 AS lev
     FROM q JOIN vocabulary v ON v.workspace_id = %(ws)s AND v.term = q.word
     UNION ALL
-    SELECT q.i, v.term, v.df, v.sf,
-           '''' || replace(replace(v.term, '''', ''''''), E'\\', E'\\\\') || '''' AS quoted
+    SELECT q.i, v.term, v.df, v.sf, 'stem', 0
     FROM q JOIN vocabulary v ON v.workspace_id = %(ws)s AND v.stem = q.stem AND v.term <> q.word
+), w AS MATERIALIZED (
+    SELECT q.*, coalesce((SELECT x.df + x.sf FROM x WHERE x.i = q.i AND x.how = 'exact'), 0)
+               AS found
+    FROM q
+), vr AS MATERIALIZED (
+    SELECT * FROM x"""
+_DIRECT_PREFIX: LiteralString = r"""
+    UNION ALL
+    SELECT w.i, p.term, p.df, p.sf, 'prefix', 0
+    FROM w CROSS JOIN LATERAL (
+        SELECT v.term, v.df, v.sf FROM vocabulary v
+        WHERE v.workspace_id = %(ws)s AND v.term > w.word AND v.term < w.word || chr(1114111)
+        ORDER BY v.df DESC LIMIT %(prefix_limit)s
+    ) p
+    WHERE w.prefix AND w.found < %(trusted)s"""
+_DIRECT_TYPOS: LiteralString = r"""
+    UNION ALL
+    SELECT w.i, f.term, f.df, f.sf, 'fuzzy', f.lev
+    FROM w CROSS JOIN LATERAL (
+        SELECT n.term, n.df, n.sf,
+               CASE WHEN length(w.word) <= 255 AND length(n.term) <= 255
+                    THEN levenshtein_less_equal(w.word, n.term, 2 * w.allowed)
+                    ELSE abs(length(w.word) - length(n.term)) END AS lev
+        FROM (
+            SELECT v.term, v.df, v.sf FROM vocabulary v
+            WHERE v.workspace_id = %(ws)s AND v.term %% w.word AND v.term <> w.word
+              AND length(v.term) >= 4 AND v.term !~ '[0-9]'  -- the trigram index's predicate
+            ORDER BY similarity(v.term, w.word) DESC, v.df DESC
+            LIMIT %(fuzzy_limit)s
+        ) n
+    ) f
+    WHERE w.shaped AND w.found < %(below)s AND f.lev <= 2 * w.allowed
+      AND (w.found < %(trusted)s
+           OR %(realword)s::float8 > 0
+              AND (f.df + f.sf)::float8 >= %(realword)s::float8 * w.found)
+), typo AS (
+    SELECT t.i, t.term, row_number() OVER (
+               PARTITION BY t.i ORDER BY t.d, t.df + t.sf DESC, t.term COLLATE "C") AS rank
+    FROM (
+        SELECT vr.i, vr.term, vr.df, vr.sf, w.allowed,
+               CASE WHEN length(w.word) > 255 OR length(vr.term) > 255
+                         OR %(osa)s AND vr.lev > 1
+                    THEN pgsearch_edit_distance(w.word, vr.term, w.allowed, %(osa)s)
+                    ELSE vr.lev END AS d
+        FROM vr JOIN w ON w.i = vr.i
+        WHERE vr.how = 'fuzzy'
+        OFFSET 0  -- each distance once
+    ) t
+    WHERE t.d <= t.allowed"""
+_DIRECT_CHOSEN: LiteralString = r"""
+), e AS MATERIALIZED (
+    SELECT DISTINCT ON (vr.i, vr.term) vr.i, vr.term, vr.df, vr.sf,
+           '''' || replace(replace(vr.term, '''', ''''''), E'\\', E'\\\\') || '''' AS quoted
+    FROM vr"""
+_DIRECT_CHOSEN_TYPOS: LiteralString = """
+    LEFT JOIN typo ON typo.i = vr.i AND typo.term = vr.term
+    WHERE vr.how <> 'fuzzy' OR typo.rank <= %(max_expansions)s"""
+_DIRECT_GROUPS: LiteralString = """
 ), g AS (
     SELECT e.i, sum(e.df) AS df, max(e.sf) AS sf,
            '(' || string_agg(e.quoted, ' | ') || ')' AS tsq
     FROM e GROUP BY e.i
 )"""
+
+
+def _direct_terms(*, prefix: bool, typos: bool) -> LiteralString:
+    """`_DIRECT_WORDS` to `_DIRECT_GROUPS`, with the prefix and typo reads only when a
+    word's shape allows them (a statement without them is quicker to plan)."""
+    sql = _DIRECT_WORDS
+    if prefix:
+        sql += _DIRECT_PREFIX
+    if typos:
+        sql += _DIRECT_TYPOS
+    sql += _DIRECT_CHOSEN
+    if typos:
+        sql += _DIRECT_CHOSEN_TYPOS
+    return sql + _DIRECT_GROUPS
+
 
 # The candidate read of the direct plan, as `plan.plan_candidates` decides it from
 # the units (`u`: complete when each of its words has a term), the df from which a
@@ -666,7 +748,7 @@ _DIRECT_UNITS: LiteralString = """, u AS (
 
 # The session-field statistics row and the df from which a word is common among
 # titles and summaries (`plan.stop_df`).
-_DIRECT_FIELD_STOP: LiteralString = """, t AS (
+_DIRECT_FIELD_STOP: LiteralString = """, ft AS (
     SELECT greatest(%(stop_ratio)s::float8 * coalesce(sum(n_indexed), 0), %(stop_min_df)s) AS df
     FROM workspace_stats WHERE workspace_id = %(ws)s AND kind = %(fields)s
 )
@@ -852,13 +934,6 @@ _CANDIDATE_COLUMNS: LiteralString = (
     + "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
     + _CANDIDATE_TAIL
 )
-#: The same columns for the direct plan, whose terms are the ones it read (`e`).
-_DIRECT_CANDIDATE_COLUMNS: LiteralString = (
-    _CANDIDATE_HEAD
-    + "ts_filter(setweight(m.tsv, 'A', (SELECT array_agg(DISTINCT e.term) FROM e)), '{a}')"
-    "::text AS tfs, " + _CANDIDATE_TAIL
-)
-
 #: Newest first: by time, and on equal times (entries without a time of their own
 #: take the one before theirs) the later entry of a session first, so what was
 #: appended last is on top. ``messages_created_idx`` gives the time and session
@@ -1010,31 +1085,60 @@ def every_match_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralStrin
     return sql, params
 
 
-def direct_candidates_sql(
+def direct_search_sql(
     filters: Filters,
     *,
     words: Sequence[str],
     stems: Sequence[str],
+    prefix: Sequence[bool],
+    shaped: Sequence[bool],
+    allowed: Sequence[int],
     units: Sequence[Sequence[int]],
     phrases: Sequence[Sequence[str]],
+    expansion: Mapping[str, Any],
     cap: int,
     stop_cap: int,
     stop_ratio: float,
     stop_min_df: int,
+    titles: bool,
 ) -> tuple[LiteralString, dict[str, Any]]:
-    """`candidates_sql` for the direct plan (`_DIRECT_TERMS`, `_DIRECT_UNITS`), with
-    the query's units as 0-based word indexes."""
-    sql = (
-        _DIRECT_TERMS
+    """The vocabulary rows of the query words with the direct plan's reads, in one
+    statement (`_direct_terms`, `_DIRECT_UNITS`): each row is tagged ``v`` (a
+    vocabulary row, and whether the server chose it as an expansion), ``c`` (a
+    candidate, as `candidates_sql` reads it) or, with `titles`, ``f`` (a session whose
+    title or summary holds a word not common among them, as `SESSION_FIELD_MATCHES`
+    reads it; at most ``cap + 1``: more means the engine reads the titles again with
+    the statement of its plan). `units` are the query's units as 0-based word
+    indexes; `expansion` the rules of `plan.choose_expansions` as parameters
+    (``prefix_limit``, ``fuzzy_limit``, ``trusted``, ``below``, ``realword``,
+    ``max_expansions``, ``osa``)."""
+    sql: LiteralString = (
+        _direct_terms(prefix=any(prefix), typos=any(shaped))
         + _DIRECT_UNITS
-        + _DIRECT_CANDIDATE_COLUMNS
+        + (_DIRECT_FIELD_STOP if titles else "")
+        + "SELECT 'v' AS tag, vr.i, vr.term, vr.df, vr.sf, vr.how,"
+        " EXISTS (SELECT 1 FROM e WHERE e.i = vr.i AND e.term = vr.term) AS chosen,"
+        " NULL::text AS session_id, NULL::int AS seq, NULL::text AS kind, NULL::text AS role,"
+        " NULL::timestamptz AS created_at, NULL::int AS token_count, NULL::text AS tfs,"
+        " NULL::boolean AS phrase_hit, NULL::text AS tool_name, NULL::int AS field_len,"
+        " NULL::text[] AS field_tfs FROM vr"
+        " UNION ALL (SELECT 'c', NULL, NULL, NULL, NULL, NULL, NULL, m.session_id, m.seq,"
+        " m.kind, m.role, m.created_at, m.token_count,"
+        " ts_filter(setweight(m.tsv, 'A', (SELECT array_agg(DISTINCT e.term) FROM e)), '{a}')"
+        "::text, CASE WHEN %(phrase)s::tsquery IS NULL THEN false"
+        " ELSE m.tsv @@ %(phrase)s::tsquery END, m.tool_name, NULL, NULL"
+        " FROM messages m WHERE "
         + _filter_sql(filters, "m")
-        + " AND m.tsv @@ (SELECT p.tsq FROM p) LIMIT (SELECT p.rows FROM p)"
+        + " AND m.tsv @@ (SELECT p.tsq FROM p) LIMIT (SELECT p.rows FROM p))"
     )
     params = _filter_params(filters)
+    params.update(expansion)
     params.update(
         words=list(words),
         stems=list(stems),
+        prefix=list(prefix),
+        shaped=list(shaped),
+        allowed=list(allowed),
         unit_of=[n for n, unit in enumerate(units) for _ in unit],
         word_of=[i + 1 for unit in units for i in unit],
         phrase=tsquery_phrases(phrases),
@@ -1044,45 +1148,22 @@ def direct_candidates_sql(
         stop_min_df=stop_min_df,
         fields=FIELDS_STAT,
     )
-    return sql, params
-
-
-def direct_fields_sql(
-    workspace: str,
-    session_id: str | None,
-    *,
-    words: Sequence[str],
-    stems: Sequence[str],
-    stop_ratio: float,
-    stop_min_df: int,
-    cap: int,
-) -> tuple[LiteralString, dict[str, Any]]:
-    """`SESSION_FIELD_MATCHES` for the direct plan: sessions whose title or summary
-    holds a word not common among them (`plan.plan_fields`), at most ``cap + 1`` (more
-    than `cap`: the engine reads the titles again with the statement of its plan)."""
-    sql: LiteralString = (
-        _DIRECT_TERMS + _DIRECT_FIELD_STOP + "SELECT s.session_id, s.field_len, "
-        "(SELECT array_agg(x.lexeme || ' ' || array_length(x.positions, 1) || ' ' "
-        "|| array_to_string(x.weights, '')) FROM unnest(s.tsv) AS x "
-        "WHERE x.lexeme = ANY(ARRAY(SELECT e.term FROM e))) AS tfs "
-        "FROM sessions s WHERE s.workspace_id = %(ws)s "
-    )
-    params: dict[str, Any] = {
-        "ws": workspace,
-        "words": list(words),
-        "stems": list(stems),
-        "stop_ratio": stop_ratio,
-        "stop_min_df": stop_min_df,
-        "fields": FIELDS_STAT,
-        "cap": cap + 1,
-    }
-    if session_id is not None:
-        sql += "AND s.session_id = %(session_id)s "
-        params["session_id"] = session_id
-    sql += (
-        "AND s.tsv @@ (SELECT string_agg(e.quoted, ' | ')::tsquery FROM e JOIN g ON g.i = e.i "
-        "WHERE g.sf < (SELECT t.df FROM t)) LIMIT %(cap)s"
-    )
+    if titles:
+        sql += (
+            " UNION ALL (SELECT 'f', NULL, NULL, NULL, NULL, NULL, NULL, s.session_id, NULL,"
+            " NULL, NULL, NULL, NULL, NULL, NULL, NULL, s.field_len,"
+            " (SELECT array_agg(x.lexeme || ' ' || array_length(x.positions, 1) || ' '"
+            " || array_to_string(x.weights, '')) FROM unnest(s.tsv) AS x"
+            " WHERE x.lexeme = ANY(ARRAY(SELECT e.term FROM e)))"
+            " FROM sessions s WHERE s.workspace_id = %(ws)s"
+        )
+        if filters.session_id is not None:
+            sql += " AND s.session_id = %(session_id)s"
+        sql += (
+            " AND s.tsv @@ (SELECT string_agg(e.quoted, ' | ')::tsquery FROM e JOIN g"
+            " ON g.i = e.i WHERE g.sf < (SELECT ft.df FROM ft)) LIMIT %(field_cap)s)"
+        )
+        params["field_cap"] = cap + 1
     return sql, params
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pgsearch.cursor import BrowsePosition
@@ -19,17 +20,24 @@ from pgsearch.db.work import Statement, Step, Work
 from pgsearch.deadline import Deadline
 from pgsearch.errors import StoreError
 from pgsearch.impact import ListHead, ListsState
-from pgsearch.plan import CandidatePlan, FieldHit, FieldPlan, Filters, VocabularyLookup
+from pgsearch.plan import (
+    CandidatePlan,
+    FieldHit,
+    FieldPlan,
+    Filters,
+    VocabularyLookup,
+    allowed_edits,
+)
 from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
 
 __all__ = [
+    "DirectRead",
     "bounded_candidates",
     "browse_page",
     "candidates",
     "count_in_scope",
     "cursor_key",
-    "direct_candidates",
-    "direct_fields",
+    "direct_search",
     "every_match",
     "expand_exact",
     "expand_fuzzy",
@@ -43,6 +51,7 @@ __all__ = [
     "session_anchors",
     "session_fields",
     "session_spread",
+    "split_direct",
     "within",
 ]
 
@@ -395,52 +404,97 @@ def expand_untrusted_typos(
     )
 
 
-def direct_candidates(
+@dataclass(frozen=True, kw_only=True)
+class DirectRead:
+    """What `direct_search` read: the vocabulary rows of the query words, the
+    expansions the server chose among them, and the direct plan's candidates and
+    title/summary matches (see `pgsearch.plan.direct_candidates_hold`)."""
+
+    vocabulary: list[VocabRow]
+    #: (word index, term) of every expansion the server chose.
+    chosen: frozenset[tuple[int, str]]
+    candidates: list[CandidateRow]
+    fields: list[FieldRow]
+
+
+#: A row of `direct_search`, and for a vocabulary row whether the server chose it.
+DirectRow = tuple[VocabRow | CandidateRow | FieldRow, bool]
+
+
+def _direct_row(row: Sequence[Any]) -> DirectRow:
+    tag, i, term, df, sf, how, chosen, *rest = row
+    if tag == "v":
+        return VocabRow(word_index=i - 1, term=term, df=df, sf=sf, how=how), bool(chosen)
+    if tag == "c":
+        return _candidate(rest[:9]), False
+    return _field_row((rest[0], rest[9], rest[10])), False
+
+
+def split_direct(rows: Sequence[DirectRow]) -> DirectRead:
+    """The rows of `direct_search` by kind."""
+    vocabulary: list[VocabRow] = []
+    chosen: set[tuple[int, str]] = set()
+    candidates: list[CandidateRow] = []
+    fields: list[FieldRow] = []
+    for row, picked in rows:
+        if isinstance(row, VocabRow):
+            vocabulary.append(row)
+            if picked:
+                chosen.add((row.word_index, row.term))
+        elif isinstance(row, CandidateRow):
+            candidates.append(row)
+        else:
+            fields.append(row)
+    return DirectRead(
+        vocabulary=vocabulary, chosen=frozenset(chosen), candidates=candidates, fields=fields
+    )
+
+
+def direct_search(
     filters: Filters,
     lookup: VocabularyLookup,
     units: Sequence[Sequence[int]],
     phrases: Sequence[Sequence[str]],
     *,
+    titles: bool,
+    max_expansions: int,
+    typo_distance: str,
+    realword_ratio: float,
     cap: int,
     stop_cap: int,
     stop_ratio: float,
     stop_min_df: int,
-) -> Statement[CandidateRow]:
-    """The candidates of the direct plan (`pgsearch.plan.direct_candidates_hold`), read
-    with the vocabulary: every message holding a complete unit, when those are at
-    most `cap` (see `pgsearch.db.queries.direct_candidates_sql`)."""
-    sql, params = q.direct_candidates_sql(
+) -> Statement[DirectRow]:
+    """The vocabulary rows of the lookup's words (typo neighbours within twice their
+    allowed distance only), the expansions the server chose as
+    `pgsearch.plan.choose_expansions` does with the same arguments, and the direct
+    plan's reads, in one statement (`pgsearch.db.queries.direct_search_sql`; rows
+    by kind with `split_direct`): every message holding a complete unit when those
+    are at most `cap`, and with `titles` the sessions whose title or summary holds a
+    selective word."""
+    sql, params = q.direct_search_sql(
         filters,
         words=lookup.words,
         stems=lookup.stems,
+        prefix=lookup.prefix,
+        shaped=lookup.fuzzy,
+        allowed=[allowed_edits(w) for w in lookup.words],
         units=units,
         phrases=phrases,
+        expansion={
+            "prefix_limit": lookup.prefix_limit,
+            "fuzzy_limit": lookup.fuzzy_limit,
+            "trusted": lookup.trusted_df,
+            # As `plan.fuzzy_targets`: found fewer times than this as written.
+            "below": max(lookup.trusted_df, lookup.realword_df),
+            "realword": realword_ratio,
+            "max_expansions": max_expansions,
+            "osa": typo_distance == "osa",
+        },
         cap=cap,
         stop_cap=stop_cap,
         stop_ratio=stop_ratio,
         stop_min_df=stop_min_df,
+        titles=titles,
     )
-    return Statement("direct candidates", sql, params, _candidate)
-
-
-def direct_fields(
-    workspace: str,
-    session_id: str | None,
-    lookup: VocabularyLookup,
-    *,
-    stop_ratio: float,
-    stop_min_df: int,
-    cap: int,
-) -> Statement[FieldRow]:
-    """The title/summary matches of the direct plan, read with the vocabulary (at most
-    ``cap + 1`` rows: more means the plan's own statement must run)."""
-    sql, params = q.direct_fields_sql(
-        workspace,
-        session_id,
-        words=lookup.words,
-        stems=lookup.stems,
-        stop_ratio=stop_ratio,
-        stop_min_df=stop_min_df,
-        cap=cap,
-    )
-    return Statement("direct session fields", sql, params, _field_row)
+    return Statement("direct search", sql, params, _direct_row)

@@ -163,6 +163,7 @@ def test_doctor_reports_the_embedded_server(home: Path) -> None:
     assert report["revision"] == report["head_revision"] == HEAD_REVISION
     assert {name: e["installed"] is not None for name, e in report["extensions"].items()} == {
         "btree_gin": True,
+        "fuzzystrmatch": True,
         "pg_trgm": True,
     }
     assert report["problems"] == []

@@ -2,7 +2,8 @@
 
 The cluster comes from ``PGSEARCH_CITUS_DSN`` (a coordinator database with the
 ``citus``, ``pg_trgm`` and ``btree_gin`` extensions and its workers added; the tests
-own that database: they create schemas in it and empty its pgsearch tables), else the
+own that database: they create schemas in it, add ``fuzzystrmatch`` to its ``public``
+schema when missing and empty its pgsearch tables), else the
 suite starts one itself with ``cluster.sh`` from the Citus tools folder
 (``PGSEARCH_CITUS_TOOLS``, by default ``../shared/tools/citus`` beside the checkout)
 on ports from ``PGSEARCH_CITUS_PORT`` (default 56120) and stops it at the end.
@@ -199,6 +200,11 @@ class Schemas:
 
 @pytest.fixture(scope="session")
 def schemas(coordinator: str) -> Iterator[Schemas]:
+    # The extensions live in ``public``, where every schema's search path finds them:
+    # one a migration created would land in the first schema migrated, unseen by the
+    # others. Citus creates it on the workers too.
+    with psycopg.connect(coordinator, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS fuzzystrmatch SCHEMA public")
     made = Schemas(coordinator)
     yield made
     made.drop_all()

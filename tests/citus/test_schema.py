@@ -174,7 +174,7 @@ def single_node(coordinator: str) -> Iterator[tuple[str, list[str]]]:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         if i:
             with psycopg.connect(_at(admin, dbname=name), autocommit=True) as conn:
-                for ext in ("citus", "pg_trgm", "btree_gin"):
+                for ext in ("citus", "pg_trgm", "btree_gin", "fuzzystrmatch"):
                     conn.execute(sql.SQL("CREATE EXTENSION {}").format(sql.Identifier(ext)))
     try:
         yield _at(coordinator, dbname=name), [_at(w, dbname=name) for w in workers]
@@ -190,7 +190,7 @@ def _answers(dsn: str) -> list[Any]:
     out: list[Any] = []
     with PgSearch.connect(dsn) as pg:
         provider = pg.provider(workspace="w")
-        for query in ("cron refactor", "deploy keys", "pokemn accents", ""):
+        for query in ("cron refactor", "deploy keys", "pokemn accents", "pokmeon", ""):
             result = provider.search(SessionQueryRequest(query=query, limit=20))
             out.append([(m.session_id, m.seq, round(m.score, 9)) for m in result.matches])
     return out

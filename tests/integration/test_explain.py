@@ -23,6 +23,7 @@ import pytest
 from pgsearch import PgSearch, SessionQueryRequest, Settings
 from pgsearch.db.driver import UnitRecord
 from pgsearch.db.migrate import migrate
+from pgsearch.search import SearchEngine
 from tests.conftest import Databases
 
 pytestmark = pytest.mark.slow
@@ -215,7 +216,12 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
                             )
         _record(units, captured)
     with PgSearch.connect(big_dsn) as pg, pg._driver.capture() as units:
+        # The reads of the reference ranking: the vocabulary, then every match.
+        pg._engine = SearchEngine(pg.settings, exhaustive=True)
         provider = pg.provider(workspace="ws-a")
+        for query in ("errror", "tset", "error file"):
+            provider.search(SessionQueryRequest(query=query))
+        pg._engine = SearchEngine(pg.settings)
         provider.around("ws-a-s3", 10, before=3, after=3)
         provider.session_messages("ws-a-s3", start_seq=5, limit=10)
         pg.sessions(workspace="ws-a")
@@ -231,6 +237,12 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert any("term_lists l" in text for text in captured), "bounded candidates not read"
     assert any("n.ingest_seq >" in text for text in captured), "tail not read"
     assert any("m.seq < %(seq)s" in text for text in captured), "window statements not run"
+    # The direct read (vocabulary, typo neighbours and the plan's reads in one
+    # statement), with and without the title branch, and for one session.
+    direct = [text for text in captured if "pgsearch_edit_distance" in text]
+    assert any("FROM sessions s" in text for text in direct)
+    assert any("FROM sessions s" not in text for text in direct)
+    assert any("s.session_id = %(session_id)s" in text for text in direct)
     bad: list[str] = []
     with psycopg.connect(big_dsn) as conn, conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")

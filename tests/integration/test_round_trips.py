@@ -1,10 +1,11 @@
 """Round trips per search: the direct plan read with the vocabulary, never changing a result.
 
-The engine reads, in the round trip that reads the vocabulary, the candidates and
-title matches a plan without prefix or typo expansions would read; it keeps them
-only when its plan turns out to be that one. Searches with and without those early
-reads return identical results (every strategy, filters, pages), and a typical
-search takes two network round trips in all (``BEGIN`` to ``COMMIT``).
+The engine reads, in the statement that reads the vocabulary, the candidates and
+title matches of the plan the server makes with the expansions it chose (prefix and
+typo ones too); it keeps them only when its own expansions and plan are those.
+Searches with and without those early reads return identical results (every
+strategy, filters, pages), and a typical search, typos included, takes two network
+round trips in all (``BEGIN`` to ``COMMIT``).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def test_the_direct_reads_never_change_a_result(corpus_dsn: str) -> None:
                     pg.search(r, workspace=WS)
             used += sum(
                 not any(s.name == "candidates" for s in u.statements)
-                and any(s.name == "direct candidates" for s in u.statements)
+                and any(s.name == "direct search" for s in u.statements)
                 for u in units
             )
             pg._engine = SearchEngine(settings, direct=False)
@@ -99,9 +100,13 @@ def test_a_typical_search_takes_two_round_trips(corpus_dsn: str) -> None:
             (unit,) = _searches(pg, request)
             assert unit.round_trips == 1, (filters, [s.name for s in unit.statements])
             assert pg.search(request, workspace=WS).matches, filters
-        # A typo's neighbours come with the vocabulary; its plan is read after them.
-        (unit,) = _searches(pg, SessionQueryRequest(query="zephir"))
-        assert unit.round_trips == 3, [s.name for s in unit.statements]
+        # A typo's neighbours come with the vocabulary, and the server makes the plan
+        # with the expansions it chose among them, as the engine does: two trips too.
+        for query in ("zephir", "zehpyr", "kestral pipline", "kes"):
+            (unit,) = _searches(pg, SessionQueryRequest(query=query))
+            assert unit.round_trips == 2, (query, [s.name for s in unit.statements])
+            result = pg.search(SessionQueryRequest(query=query), workspace=WS)
+            assert result.matches, query
         # Without the direct reads: the vocabulary, then the plan's reads, then the page.
         pg._engine = SearchEngine(pg.settings, direct=False)
         pg.search(SessionQueryRequest(query="warm"), workspace=WS)
@@ -145,3 +150,92 @@ def test_an_error_in_a_step_raises_and_leaves_the_connection_usable(corpus_dsn: 
                 pg._driver.run(_unit([ok, bad, ok]))
             assert pg._driver.run(_unit([ok, ok])) == [[(1,)], [(1,)]]
         assert pg.search(SessionQueryRequest(query="zephyr"), workspace=WS).matches
+
+
+TYPO_WS = "typos"
+#: Terms a few edits apart: swaps (one edit with transpositions, two without), long
+#: words two edits away, and neighbours as frequent as each other (ties).
+TYPO_TERMS = {
+    "kestrel": 6,
+    "ketsrel": 2,
+    "kestrels": 3,
+    "kestral": 3,
+    "kestrelx": 3,
+    "kesterl": 1,
+    "configuration": 5,
+    "configuraiton": 2,
+    "confgiuraiton": 2,
+    "configurations": 4,
+    "konfiguration": 4,
+    "cnofiguratoin": 1,
+    "configuratio": 4,
+    "marzipan": 3,
+    "marzipna": 3,
+    "amrzipan": 3,
+    "marzpian": 3,
+    "mrazipan": 3,
+    "marizpan": 3,
+}
+TYPO_QUERIES = (
+    "kestrle",
+    "ketsrle",
+    "kestrel",
+    "kesterl",
+    "confiugration",
+    "configuartoin",
+    "cnofiguration",
+    "configuraiton",
+    "marzipna",
+    "marzipam",
+    "kes",
+    "conf",
+    "marzpian kestrle",
+    "configuraiton ketsrel",
+)
+
+
+def test_the_server_chooses_the_typo_expansions_the_engine_chooses(
+    databases: Databases, template_db: str
+) -> None:
+    name = databases.create(template=template_db, prefix="typos")
+    dsn = databases.dsn(name)
+    try:
+        with PgSearch.connect(dsn) as pg:
+            n = 0
+            for term, count in TYPO_TERMS.items():
+                for k in range(count):
+                    n += 1
+                    pg.append(
+                        workspace=TYPO_WS,
+                        session_id=f"s{n % 7}",
+                        messages=[{"role": "user", "content": f"{term} note{k} item{n}"}],
+                    )
+        base = Settings.from_env({}, dsn=dsn)
+        for settings in (
+            base,
+            base.with_(typo_distance="levenshtein"),
+            base.with_(max_expansions=2),
+            base.with_(realword_df=5, realword_ratio=1.0),
+        ):
+            with PgSearch.connect(settings=settings) as pg:
+                pg.search(SessionQueryRequest(query="warm"), workspace=TYPO_WS)  # cursor key
+                direct = []
+                for query in TYPO_QUERIES:
+                    request = SessionQueryRequest(query=query, limit=20)
+                    with pg._driver.capture() as units:
+                        direct.append(pg.search(request, workspace=TYPO_WS))
+                    (unit,) = units
+                    names = [s.name for s in unit.statements]
+                    # Every match fits the cap: the direct rows hold exactly when the
+                    # server chose the engine's expansions.
+                    assert "candidates" not in names, (settings.typo_distance, query, names)
+                    assert unit.round_trips == 2, (query, names)
+                pg._engine = SearchEngine(settings, direct=False)
+                planned = [
+                    pg.search(SessionQueryRequest(query=q, limit=20), workspace=TYPO_WS)
+                    for q in TYPO_QUERIES
+                ]
+            assert direct == planned
+            assert sum(bool(r.matches) for r in direct) >= 10
+    finally:
+        databases.drop(name)

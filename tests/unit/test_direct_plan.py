@@ -120,6 +120,28 @@ def test_prefix_and_typo_expansions_are_never_direct() -> None:
     assert not direct_fields_hold(groups, field_plan, 0)
 
 
+def test_prefix_and_typo_expansions_hold_when_the_server_chose_them() -> None:
+    query = parse_query("alp", max_terms=32)
+    rows = [
+        VocabRow(word_index=0, term="alp", df=1, sf=0, how="exact"),
+        VocabRow(word_index=0, term="alpine", df=5, sf=0, how="prefix"),
+    ]
+    groups = choose_expansions(query, rows, max_expansions=4)
+    plan = plan_candidates(query, groups, _stats(1_000), SETTINGS_BIG)
+    field_plan = plan_fields(
+        Filters(workspace="w", kinds=("user_text",)), groups, _stats(1_000, 50), SETTINGS_BIG
+    )
+    same = {(0, "alp"), (0, "alpine")}
+    assert direct_candidates_hold(query, groups, plan, _stats(1_000), SETTINGS_BIG, 6, same)
+    assert direct_fields_hold(groups, field_plan, 0, same)
+    # Any other choice (one term fewer, one more, another word's) is not the plan's.
+    for other in ({(0, "alp")}, same | {(0, "alps")}, {(0, "alp"), (1, "alpine")}):
+        assert not direct_candidates_hold(
+            query, groups, plan, _stats(1_000), SETTINGS_BIG, 6, other
+        )
+        assert not direct_fields_hold(groups, field_plan, 0, other)
+
+
 def test_title_rows_hold_within_the_cap_only() -> None:
     _, groups, _, _ = _setup("alpha", {"alpha": 40}, SETTINGS_BIG, 10_000)
     field_plan = plan_fields(
