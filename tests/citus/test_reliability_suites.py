@@ -69,7 +69,9 @@ def test_the_shards_enforce_the_binding_below_the_library(tenants: Tenants) -> N
     def bound_to_a() -> Work[None]:
         for table in TENANT_TABLES:
             rows = yield from fetch(raw(f"SELECT DISTINCT workspace_id FROM {table}"))
-            assert [r[0] for r in rows] == [A]
+            # Term lists exist only once built (`pgsearch maintain`); none are here.
+            expected = [] if table.startswith("term_list") else [A]
+            assert [r[0] for r in rows] == expected, table
         changed = yield from fetch(
             raw(
                 "UPDATE messages SET content = 'overwritten' "
