@@ -45,7 +45,7 @@ USER_WEIGHT = 1.5
 TOOL_CALL_WEIGHT = 1.3
 ASSISTANT_WEIGHT = 1.0
 #: A message in a session whose title matches the whole query is boosted x2, whose
-#: summary does x3 (partial matches proportionally less; see `plan.field_hits`).
+#: summary does x3 (partial matches proportionally less; see `scoring.field_hits`).
 TITLE_BOOST = 2.0
 SUMMARY_BOOST = 3.0
 #: A message containing a quoted phrase (or a CJK run) in order is boosted.

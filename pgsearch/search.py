@@ -37,8 +37,6 @@ from pgsearch.highlight import split_marks
 from pgsearch.plan import (
     STOP_MIN_DF,
     CandidatePlan,
-    Evidence,
-    FieldHit,
     FieldPlan,
     Filters,
     ParsedQuery,
@@ -46,19 +44,23 @@ from pgsearch.plan import (
     choose_expansions,
     direct_candidates_hold,
     direct_fields_hold,
-    field_hits,
-    orphan_hits,
     parse_query,
     plan_candidates,
     plan_fields,
-    rare_terms,
     read_limits,
-    score_candidates,
     unit_indexes,
     vocabulary_lookup,
 )
 from pgsearch.ranking import Corpus, Ranked, Scorer, page_after, rank, speaker_terms
 from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
+from pgsearch.scoring import (
+    Evidence,
+    FieldHit,
+    field_hits,
+    orphan_hits,
+    rare_terms,
+    score_candidates,
+)
 from pgsearch.settings import IndexPolicy, Settings
 from pgsearch.types import (
     DEFAULT_EXCERPT_BYTES,

@@ -22,13 +22,13 @@ from pgsearch.errors import StoreError
 from pgsearch.impact import ListHead, ListsState
 from pgsearch.plan import (
     CandidatePlan,
-    FieldHit,
     FieldPlan,
     Filters,
     VocabularyLookup,
     allowed_edits,
 )
 from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
+from pgsearch.scoring import FieldHit
 
 __all__ = [
     "DirectRead",

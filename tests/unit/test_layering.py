@@ -29,6 +29,7 @@ PURE_CORE = (
     "policy",
     "ranking",
     "rows",
+    "scoring",
     "secrets",
     "settings",
     "terminal",

@@ -15,23 +15,19 @@ from pgsearch.plan import (
     STOP_MIN_DF,
     TRUSTED_DF,
     CandidatePlan,
-    Evidence,
     Filters,
     ParsedQuery,
     SearchTrace,
     choose_expansions,
-    field_hits,
     fuzzy_targets,
-    orphan_hits,
     parse_query,
     plan_candidates,
     plan_fields,
-    rare_terms,
     read_limits,
-    score_candidates,
     vocabulary_lookup,
 )
 from pgsearch.rows import CandidateRow, FieldRow, How, SearchStats, StoredMessage, VocabRow
+from pgsearch.scoring import Evidence, field_hits, orphan_hits, rare_terms, score_candidates
 from pgsearch.settings import Settings
 
 SETTINGS = Settings()
