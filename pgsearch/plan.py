@@ -239,6 +239,12 @@ class VocabularyLookup:
     #: `trusted_df`).
     realword_df: int = 0
 
+    @property
+    def typo_below(self) -> int:
+        """A word whose shape allows typos gets its typo neighbours read when found
+        as written fewer times than this."""
+        return max(self.trusted_df, self.realword_df)
+
 
 def vocabulary_lookup(
     query: ParsedQuery, *, fuzzy_limit: int = FUZZY_FETCH, realword_df: int = 0
@@ -272,7 +278,7 @@ def fuzzy_targets(lookup: VocabularyLookup, exact_rows: Iterable[VocabRow]) -> t
     """Indexes of the words whose typo expansions are read: the shape allows them and
     the word is found fewer than `trusted_df` times as written."""
     exact_df = _exact_df(exact_rows, len(lookup.words))
-    below = max(lookup.trusted_df, lookup.realword_df)
+    below = lookup.typo_below
     return tuple(i for i, shaped in enumerate(lookup.fuzzy) if shaped and exact_df[i] < below)
 
 
@@ -288,15 +294,17 @@ def choose_expansions(
     max_expansions: int,
     typo_distance: str = "levenshtein",
     realword_ratio: float = 0.0,
+    trusted_df: int = TRUSTED_DF,
 ) -> dict[str, Group]:
     """One group of expansions per query word found (words with none left out).
 
     The word as written and its same-stem forms are always kept. Prefix and typo
-    terms count only for a word found fewer than `TRUSTED_DF` times; typo terms must
+    terms count only for a word found fewer than `trusted_df` times (the lookup's, which
+    the vocabulary statement reads with: `VocabularyLookup.trusted_df`); typo terms must
     be one edit away (two from 9 letters), re-checked here because the trigram read
     is looser, and the nearest, most frequent `max_expansions` are kept; with
     ``typo_distance="osa"`` a transposition is one edit. With `realword_ratio`, a word found
-    as written `TRUSTED_DF` times or more also gets the typo terms found at least
+    as written `trusted_df` times or more also gets the typo terms found at least
     `realword_ratio` times as often as it (a misspelling that recurs in the logs still
     reaches the word meant). Weights of words typed as one chunk are shared
     (`ParsedQuery.shares`).
@@ -314,7 +322,7 @@ def choose_expansions(
             groups[i].setdefault(
                 row.term, Expansion(i, row.term, ranking.STEM, row.df, row.sf, how="stem")
             )
-        elif exact_df[i] < TRUSTED_DF:
+        elif exact_df[i] < trusted_df:
             later.append(row)
         elif (
             realword_ratio > 0

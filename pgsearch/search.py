@@ -17,7 +17,7 @@ locally (the driver's search units), so each goes through an index.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -30,7 +30,7 @@ from pgsearch.cursor import (
     request_fingerprint,
 )
 from pgsearch.db import reads
-from pgsearch.db.work import Statement, Step, Unit, Work, explained, fetch, fetch2
+from pgsearch.db.work import Statement, Unit, Work, explained, fetch, fetch2, fetch_named
 from pgsearch.deadline import Deadline
 from pgsearch.excerpt import READ_MARGIN_CHARS, clip, excerpt_around, make_excerpt
 from pgsearch.highlight import split_marks
@@ -39,8 +39,10 @@ from pgsearch.plan import (
     CandidatePlan,
     FieldPlan,
     Filters,
+    Group,
     ParsedQuery,
     SearchTrace,
+    VocabularyLookup,
     choose_expansions,
     direct_candidates_hold,
     direct_fields_hold,
@@ -52,7 +54,7 @@ from pgsearch.plan import (
     vocabulary_lookup,
 )
 from pgsearch.ranking import Corpus, Ranked, Scorer, page_after, rank, speaker_terms
-from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
+from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage
 from pgsearch.scoring import (
     Evidence,
     FieldHit,
@@ -193,7 +195,6 @@ class SearchEngine:
         paging: Paging,
     ) -> Work[tuple[SessionQueryResult, SearchTrace]]:
         settings = self.settings
-        ws = filters.workspace
         lookup = vocabulary_lookup(
             query, fuzzy_limit=settings.fuzzy_fetch, realword_df=settings.realword_df
         )
@@ -202,112 +203,42 @@ class SearchEngine:
         # reads of the direct plan (`pgsearch.plan.direct_candidates_hold`), which the
         # server makes with the expansions it chose from those rows (without the
         # direct reads, the vocabulary rows alone).
-        first: list[Statement[Any]] = [reads.search_stats(filters)]
-        if not filters.only_kinds:
-            first.append(reads.count_in_scope(filters))
-        direct = self.direct
-        direct_titles = direct and not filters.narrows_entries
-        realword_ratio = settings.realword_ratio if settings.realword_df else 0.0
-        first.append(
-            reads.direct_search(
-                filters,
-                lookup,
-                unit_indexes(query),
-                query.phrases,
-                titles=direct_titles,
-                max_expansions=settings.max_expansions,
-                typo_distance=settings.typo_distance,
-                realword_ratio=realword_ratio,
-                cap=settings.candidate_cap,
-                stop_cap=settings.stop_candidate_cap,
-                stop_ratio=settings.stop_df_ratio,
-                stop_min_df=STOP_MIN_DF,
-                candidates=direct,
-            )
+        titles = self.direct and not filters.narrows_entries
+        first = yield from reads.first_trip(
+            filters, self._direct_search(filters, query, lookup, titles=titles)
         )
-        got = list((yield Step(tuple(first))))
-        stats: SearchStats = got.pop(0)[0]
-        searched: int = stats.in_scope if filters.only_kinds else got.pop(0)[0]
-        vocabulary = reads.split_direct(got.pop(0))
-        found: list[VocabRow] = vocabulary.vocabulary
-        read = vocabulary if direct else None
         groups = choose_expansions(
             query,
-            found,
+            first.direct.vocabulary,
             max_expansions=settings.max_expansions,
             typo_distance=settings.typo_distance,
-            realword_ratio=realword_ratio,
+            realword_ratio=self._realword_ratio,
+            trusted_df=lookup.trusted_df,
         )
         if not groups:
-            return SessionQueryResult(matches=(), searched=searched), SearchTrace(
+            return SessionQueryResult(matches=(), searched=first.searched), SearchTrace(
                 mode="unknown_words"
             )
-        plan = plan_candidates(query, groups, stats, settings)
-        field_plan = plan_fields(filters, groups, stats, settings)
-        bounded = None
-        if self.uses_lists and filters.only_kinds and plan.strategy in impact.BOUNDED_STRATEGIES:
-            # A plan that caps its candidates: the state of the term lists decides
-            # whether they are read instead (a trip only such searches take).
-            heads = yield from fetch(reads.list_heads(ws, plan.terms, limit=impact.TAIL_MAX + 1))
-            state = reads.lists_state(heads)
-            bounded = impact.bounded_plan(plan, state, rare_limit=settings.candidate_cap)
+        plan = plan_candidates(query, groups, first.stats, settings)
+        field_plan = plan_fields(filters, groups, first.stats, settings)
+        held = self._held(query, groups, plan, field_plan, first, titles=titles)
+        bounded = yield from self._bounded_plan(filters, plan)
         if bounded is not None:
-            known_fields: list[FieldRow] | None = None
-            if field_plan is None:
-                known_fields = []
-            elif (
-                direct_titles
-                and read is not None
-                and direct_fields_hold(groups, field_plan, len(read.fields), read.chosen)
-            ):
-                known_fields = read.fields
             return (
                 yield from self._bounded_search(
-                    filters,
-                    plan,
-                    field_plan,
-                    bounded,
-                    stats,
-                    known_fields,
-                    per_session,
-                    paging,
-                    searched,
+                    filters, plan, field_plan, bounded, first, held.fields, per_session, paging
                 )
             )
         # The plan's own reads, unless the direct ones are theirs: one trip.
-        candidates: list[CandidateRow] | None = None
-        field_rows: list[FieldRow] | None = None
-        if self.exhaustive:
-            candidates = yield from fetch(reads.every_match(filters, plan))
-            field_rows = []
-            if field_plan is not None:
-                field_rows = yield from fetch(reads.session_fields(ws, field_plan, capped=False))
-        else:
-            if read is not None and direct_candidates_hold(
-                query, groups, plan, stats, settings, len(read.candidates), read.chosen
-            ):
-                candidates = read.candidates
-            if field_plan is None:
-                field_rows = []
-            elif (
-                direct_titles
-                and read is not None
-                and direct_fields_hold(groups, field_plan, len(read.fields), read.chosen)
-            ):
-                field_rows = read.fields
-        reading: list[Statement[Any]] = []
-        if candidates is None:
-            reading.append(reads.candidates(filters, plan))
-        if field_rows is None:
-            assert field_plan is not None
-            reading.append(reads.session_fields(ws, field_plan))
-        if reading:
-            got = list((yield Step(tuple(reading))))
-            if candidates is None:
-                candidates = got.pop(0)
-            if field_rows is None:
-                field_rows = got.pop(0)
-        assert candidates is not None and field_rows is not None
+        rows = yield from reads.plan_rows(
+            filters,
+            plan,
+            field_plan,
+            held_candidates=held.candidates,
+            held_fields=held.fields,
+            exhaustive=self.exhaustive,
+        )
+        candidates = rows.candidates
         capped = not self.exhaustive and len(candidates) >= plan.cap
         limits: tuple[str, ...] = ()
         if not self.exhaustive:
@@ -315,39 +246,22 @@ class SearchEngine:
                 plan,
                 field_plan,
                 candidates_read=len(candidates),
-                fields_read=len(field_rows),
+                fields_read=len(rows.fields),
                 spread=capped and per_session,
             )
         if capped and per_session:
-            # The cap's messages may come from a few sessions: one more candidate
-            # per session among many more matches, so that the sessions shown are
-            # the matching sessions, not those of the first cap messages.
-            keys = {(c.session_id, c.seq) for c in candidates}
-            spread = yield from fetch(
-                reads.session_spread(filters, plan, scan=settings.candidate_scan_limit)
-            )
-            candidates += [c for c in spread if (c.session_id, c.seq) not in keys]
-        fields: dict[str, FieldHit] = {}
-        if field_plan is not None:
-            fields = field_hits(field_rows, plan.groups, stats, alone=field_plan.alone)
-        orphans = orphan_hits(candidates, fields)
-        anchors: dict[str, StoredMessage] = {}
-        if orphans:
-            rows = yield from fetch(reads.session_anchors(ws, orphans))
-            anchors = {m.session_id: m for m in rows}
-        scored = score_candidates(
-            candidates, plan.groups, stats, fields, anchors, Evidence.from_settings(settings)
-        )
-        ranked = rank(
-            scored,
-            per_session=per_session,
-            floor=settings.relative_floor,
-            keep=rare_terms(plan.groups),
+            candidates = yield from self._spread(filters, plan, candidates)
+        fields = _field_hits(plan, field_plan, first.stats, rows.fields)
+        anchors = yield from _anchors(filters.workspace, orphan_hits(candidates, fields))
+        ranked = self._rank(
+            score_candidates(candidates, plan.groups, first.stats, fields, anchors, self._evidence),
+            plan,
+            per_session,
         )
         page, more = page_after(ranked, ranked_position(paging.after), paging.limit)
         result = SessionQueryResult(
-            matches=tuple((yield from self._materialise(ws, page, paging))),
-            searched=searched,
+            matches=tuple((yield from self._materialise(filters.workspace, page, paging))),
+            searched=first.searched,
             next_cursor=paging.next_cursor(list(page[-1].order_key)) if more and page else None,
             candidates_capped=capped,
             approximate=bool(limits),
@@ -356,74 +270,155 @@ class SearchEngine:
         trace = SearchTrace(mode="ranked", plan=plan, field_plan=field_plan, approximate=limits)
         return result, trace
 
+    @property
+    def _realword_ratio(self) -> float:
+        """How much more often a typo neighbour of a word found as written must be
+        found to be read as meant (0: never; see `choose_expansions`)."""
+        settings = self.settings
+        return settings.realword_ratio if settings.realword_df else 0.0
+
+    @property
+    def _evidence(self) -> Evidence:
+        return Evidence.from_settings(self.settings)
+
+    def _direct_search(
+        self, filters: Filters, query: ParsedQuery, lookup: VocabularyLookup, *, titles: bool
+    ) -> Statement[reads.DirectRow]:
+        """The statement reading the vocabulary with the direct plan's reads (only
+        the vocabulary when the engine reads no direct plan; no titles unless
+        `titles`)."""
+        settings = self.settings
+        return reads.direct_search(
+            filters,
+            lookup,
+            unit_indexes(query),
+            query.phrases,
+            titles=titles,
+            max_expansions=settings.max_expansions,
+            typo_distance=settings.typo_distance,
+            realword_ratio=self._realword_ratio,
+            cap=settings.candidate_cap,
+            stop_cap=settings.stop_candidate_cap,
+            stop_ratio=settings.stop_df_ratio,
+            stop_min_df=STOP_MIN_DF,
+            candidates=self.direct,
+        )
+
+    def _held(
+        self,
+        query: ParsedQuery,
+        groups: Mapping[str, Group],
+        plan: CandidatePlan,
+        field_plan: FieldPlan | None,
+        first: reads.FirstTrip,
+        *,
+        titles: bool,
+    ) -> Held:
+        """The direct read's rows that are the plan's own (`direct_candidates_hold`,
+        `direct_fields_hold`); the others the plan's statements read."""
+        if not self.direct:
+            return Held()
+        read = first.direct
+        settings = self.settings
+        return Held(
+            candidates=read.candidates
+            if direct_candidates_hold(
+                query, groups, plan, first.stats, settings, len(read.candidates), read.chosen
+            )
+            else None,
+            fields=read.fields
+            if titles and direct_fields_hold(groups, field_plan, len(read.fields), read.chosen)
+            else None,
+        )
+
+    def _bounded_plan(
+        self, filters: Filters, plan: CandidatePlan
+    ) -> Work[impact.BoundedPlan | None]:
+        """How a plan that caps its candidates reads through the term lists, if the
+        state of the lists allows it (a trip only such searches take); else None."""
+        if not (
+            self.uses_lists and filters.only_kinds and plan.strategy in impact.BOUNDED_STRATEGIES
+        ):
+            return None
+        heads = yield from fetch(
+            reads.list_heads(filters.workspace, plan.terms, limit=impact.TAIL_MAX + 1)
+        )
+        state = reads.lists_state(heads)
+        return impact.bounded_plan(plan, state, rare_limit=self.settings.candidate_cap)
+
+    def _spread(
+        self, filters: Filters, plan: CandidatePlan, candidates: list[CandidateRow]
+    ) -> Work[list[CandidateRow]]:
+        """The cap's messages may come from a few sessions: one more candidate per
+        session among many more matches, so that the sessions shown are the matching
+        sessions, not those of the first cap messages."""
+        keys = {(c.session_id, c.seq) for c in candidates}
+        spread = yield from fetch(
+            reads.session_spread(filters, plan, scan=self.settings.candidate_scan_limit)
+        )
+        return candidates + [c for c in spread if (c.session_id, c.seq) not in keys]
+
+    def _rank(self, scored: list[Ranked], plan: CandidatePlan, per_session: bool) -> list[Ranked]:
+        return rank(
+            scored,
+            per_session=per_session,
+            floor=self.settings.relative_floor,
+            keep=rare_terms(plan.groups),
+        )
+
     def _bounded_search(
         self,
         filters: Filters,
         plan: CandidatePlan,
         field_plan: FieldPlan | None,
         bounded: impact.BoundedPlan,
-        stats: SearchStats,
+        first: reads.FirstTrip,
         field_rows: list[FieldRow] | None,
         per_session: bool,
         paging: Paging,
-        searched: int,
     ) -> Work[tuple[SessionQueryResult, SearchTrace]]:
         """A capped plan read through the term lists (`pgsearch.impact`): the first
         chunks of each listed term, every match of the others and of the tail, then
         in one more trip every match in the sessions whose title or summary matched,
         with more chunks when the first read does not certify the top results."""
-        settings = self.settings
         ws = filters.workspace
         state = bounded.state
-        evidence = Evidence.from_settings(settings)
+        stats = first.stats
+        evidence = self._evidence
         chunks = impact.FIRST_CHUNKS
-        reading: list[Statement[Any]] = [
-            reads.bounded_candidates(
-                filters,
-                plan,
-                listed=bounded.listed,
-                chunks=(0, chunks),
-                rare=bounded.rare,
-                tail=2 * impact.TAIL_MAX,
-                watermark=state.watermark,
-            ),
-            reads.lists_built_at(ws),
-        ]
-        if field_rows is None:
-            assert field_plan is not None
-            reading.append(reads.session_fields(ws, field_plan))
-        got = list((yield Step(tuple(reading))))
-        candidates = _distinct(got.pop(0))
-        rebuilt = got.pop(0) != [state.built_at]
-        if field_rows is None:
-            field_rows = got.pop(0)
-        fields: dict[str, FieldHit] = {}
-        if field_plan is not None:
-            fields = field_hits(field_rows, plan.groups, stats, alone=field_plan.alone)
-        scorer = Scorer(
-            plan.groups,
-            Corpus(stats.n_indexed, stats.total_len),
-            per_expansion_idf=evidence.per_expansion_idf,
-            field_weight=evidence.speaker,
+        if field_plan is None:
+            field_rows = []
+        got = yield from fetch_named(
+            {
+                "candidates": reads.bounded_candidates(
+                    filters,
+                    plan,
+                    listed=bounded.listed,
+                    chunks=(0, chunks),
+                    rare=bounded.rare,
+                    tail=2 * impact.TAIL_MAX,
+                    watermark=state.watermark,
+                ),
+                "built": reads.lists_built_at(ws),
+                "fields": None
+                if field_rows is not None or field_plan is None
+                else reads.session_fields(ws, field_plan),
+            }
         )
-        speakers: frozenset[str] = frozenset()
-        if evidence.speaker:
-            speakers = frozenset(
-                t for name in state.speakers for t in speaker_terms(policy.USER_TEXT, name)
-            )
-        stage1 = replace(evidence, context=0.0, session=0.0)
+        candidates = _distinct(got["candidates"])
+        rebuilt = got["built"] != [state.built_at]
+        fields_read: list[FieldRow] = got["fields"] if field_rows is None else field_rows
+        fields = _field_hits(plan, field_plan, stats, fields_read)
+        bound = _bound_of(plan, stats, bounded, evidence)
         after = ranked_position(paging.after)
-
-        def bound_at(chunks: int) -> float:
-            return impact.unseen_bound(scorer, plan, bounded, chunks, speakers=speakers)
-
         # The first read: do its scores already put the page's hits out of reach of
         # a hit not read, with its evidence at most? If not, more chunks are read
         # with the sessions below.
+        stage1 = replace(evidence, context=0.0, session=0.0)
         hits = score_candidates(candidates, plan.groups, stats, fields, {}, stage1)
         k = paging.limit + impact.before(hits, after, per_session=per_session)
         reach = impact.evidence_reach(
-            bound_at(chunks), context=evidence.context, session=evidence.session
+            bound(chunks), context=evidence.context, session=evidence.session
         )
         more = not impact.certified(hits, k, reach, per_session=per_session) and any(
             len(state.heads[t].chunk_max) > chunks for t in bounded.listed
@@ -438,59 +433,44 @@ class SearchEngine:
             per_session=per_session,
         ) | set(fields)
         orphans = orphan_hits(candidates, fields)
-        second: list[Statement[Any]] = [
-            reads.bounded_candidates(
-                filters,
-                plan,
-                listed=bounded.listed if more else (),
-                chunks=(chunks, impact.MORE_CHUNKS),
-                sessions=sorted(full),
-            )
-        ]
+        got = yield from fetch_named(
+            {
+                "candidates": reads.bounded_candidates(
+                    filters,
+                    plan,
+                    listed=bounded.listed if more else (),
+                    chunks=(chunks, impact.MORE_CHUNKS),
+                    sessions=sorted(full),
+                ),
+                "built": reads.lists_built_at(ws) if more else None,
+                "anchors": reads.session_anchors(ws, orphans) if orphans else None,
+            }
+        )
+        candidates = _distinct(candidates + got["candidates"])
         if more:
-            second.append(reads.lists_built_at(ws))
-        if orphans:
-            second.append(reads.session_anchors(ws, orphans))
-        got = list((yield Step(tuple(second))))
-        candidates = _distinct(candidates + got.pop(0))
-        if more:
-            rebuilt = rebuilt or got.pop(0) != [state.built_at]
+            rebuilt = rebuilt or got["built"] != [state.built_at]
             chunks = impact.MORE_CHUNKS
-        anchors: dict[str, StoredMessage] = {}
-        if orphans:
-            anchors = {m.session_id: m for m in got.pop(0)}
-        bound = bound_at(chunks)
+        anchors = {m.session_id: m for m in got.get("anchors", ())}
+        scored = score_candidates(candidates, plan.groups, stats, fields, anchors, evidence)
+        unseen = bound(chunks)
         exact = impact.certified_with_evidence(
             score_candidates(candidates, plan.groups, stats, fields, {}, stage1),
-            score_candidates(candidates, plan.groups, stats, fields, anchors, evidence),
+            scored,
             full,
             k,
-            bound,
+            unseen,
             context=evidence.context,
             session=evidence.session,
             per_session=per_session,
         )
-        limits: list[str] = []
-        if rebuilt:
-            limits.append("term lists: rebuilt while the search read them")
-        if not exact:
-            limits.append(
-                f"term lists: the top {k} not certified after {chunks} chunks a term "
-                f"(a message not read may score up to {bound:.4g} before evidence)"
-            )
-        if field_plan is not None and len(field_rows) >= field_plan.cap:
+        limits = _bounded_limits(rebuilt=rebuilt, exact=exact, k=k, chunks=chunks, bound=unseen)
+        if field_plan is not None and len(fields_read) >= field_plan.cap:
             limits.append(f"titles/summaries: {field_plan.cap} read of more matches")
-        scored = score_candidates(candidates, plan.groups, stats, fields, anchors, evidence)
-        ranked = rank(
-            scored,
-            per_session=per_session,
-            floor=settings.relative_floor,
-            keep=rare_terms(plan.groups),
-        )
-        page, more_hits = page_after(ranked, ranked_position(paging.after), paging.limit)
+        ranked = self._rank(scored, plan, per_session)
+        page, more_hits = page_after(ranked, after, paging.limit)
         result = SessionQueryResult(
             matches=tuple((yield from self._materialise(ws, page, paging))),
-            searched=searched,
+            searched=first.searched,
             next_cursor=(
                 paging.next_cursor(list(page[-1].order_key)) if more_hits and page else None
             ),
@@ -514,8 +494,8 @@ class SearchEngine:
         self, filters: Filters, per_session: bool, paging: Paging
     ) -> Work[tuple[SessionQueryResult, SearchTrace]]:
         # One round trip: the count in scope, and the page's entries with their text.
-        searched_rows, rows = yield from fetch2(
-            _searched(filters),
+        searched, rows = yield from fetch2(
+            reads.in_scope(filters),
             reads.browse_page(
                 filters,
                 per_session=per_session,
@@ -545,15 +525,15 @@ class SearchEngine:
                     deadline=paging.deadline,
                 )
             ),
-            searched=_in_scope(searched_rows[0]),
+            searched=searched[0],
             next_cursor=next_cursor,
         )
         return result, SearchTrace(mode="browse")
 
     def _no_words(self, filters: Filters) -> Work[tuple[SessionQueryResult, SearchTrace]]:
-        rows = yield from fetch(_searched(filters), final=True)
+        searched = yield from fetch(reads.in_scope(filters), final=True)
         result = SessionQueryResult(
-            matches=(), searched=_in_scope(rows[0]), notice="the query has no searchable words"
+            matches=(), searched=searched[0], notice="the query has no searchable words"
         )
         return result, SearchTrace(mode="no_words")
 
@@ -592,6 +572,65 @@ def _distinct(rows: Sequence[CandidateRow]) -> list[CandidateRow]:
     return out
 
 
+@dataclass(frozen=True, kw_only=True)
+class Held:
+    """The direct read's rows that are the plan's own (None: the plan's own
+    statement reads them)."""
+
+    candidates: list[CandidateRow] | None = None
+    fields: list[FieldRow] | None = None
+
+
+def _field_hits(
+    plan: CandidatePlan, field_plan: FieldPlan | None, stats: SearchStats, rows: list[FieldRow]
+) -> dict[str, FieldHit]:
+    """The sessions whose title or summary matched, scored (none without a field plan)."""
+    if field_plan is None:
+        return {}
+    return field_hits(rows, plan.groups, stats, alone=field_plan.alone)
+
+
+def _anchors(workspace: str, orphans: Mapping[str, FieldHit]) -> Work[dict[str, StoredMessage]]:
+    """The entry each session found only by its title or summary is shown at, by
+    session (none: no trip)."""
+    if not orphans:
+        return {}
+    rows = yield from fetch(reads.session_anchors(workspace, orphans))
+    return {m.session_id: m for m in rows}
+
+
+def _bound_of(
+    plan: CandidatePlan, stats: SearchStats, bounded: impact.BoundedPlan, evidence: Evidence
+) -> Callable[[int], float]:
+    """The most a hit not read can score before evidence once the first `chunks`
+    chunks of every list are read (`impact.unseen_bound`), as a function of `chunks`."""
+    scorer = Scorer(
+        plan.groups,
+        Corpus(stats.n_indexed, stats.total_len),
+        per_expansion_idf=evidence.per_expansion_idf,
+        field_weight=evidence.speaker,
+    )
+    speakers: frozenset[str] = frozenset()
+    if evidence.speaker:
+        speakers = frozenset(
+            t for name in bounded.state.speakers for t in speaker_terms(policy.USER_TEXT, name)
+        )
+    return partial(impact.unseen_bound, scorer, plan, bounded, speakers=speakers)
+
+
+def _bounded_limits(*, rebuilt: bool, exact: bool, k: int, chunks: int, bound: float) -> list[str]:
+    """Why a read through the term lists may not be the exhaustive ranking."""
+    limits: list[str] = []
+    if rebuilt:
+        limits.append("term lists: rebuilt while the search read them")
+    if not exact:
+        limits.append(
+            f"term lists: the top {k} not certified after {chunks} chunks a term "
+            f"(a message not read may score up to {bound:.4g} before evidence)"
+        )
+    return limits
+
+
 def capped_notice(plan: CandidatePlan) -> str:
     """What a host shows when the last page of a capped search is reached."""
     which = "newest " if plan.newest_first else ""
@@ -600,15 +639,6 @@ def capped_notice(plan: CandidatePlan) -> str:
         "of them: narrow the query (more words, a session, kind, role or time range) "
         "to see the others"
     )
-
-
-def _searched(filters: Filters) -> Statement[Any]:
-    """Entries in scope: from the statistics when only kinds filter, else counted."""
-    return reads.search_stats(filters) if filters.only_kinds else reads.count_in_scope(filters)
-
-
-def _in_scope(row: SearchStats | int) -> int:
-    return row.in_scope if isinstance(row, SearchStats) else row
 
 
 def _shown_title(m: StoredMessage) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pgsearch.cursor import BrowsePosition
 from pgsearch.db import queries as q
-from pgsearch.db.work import Statement, Step, Work
+from pgsearch.db.work import Statement, Step, Work, fetch_named
 from pgsearch.deadline import Deadline
 from pgsearch.errors import StoreError
 from pgsearch.impact import ListHead, ListsState
@@ -32,6 +32,8 @@ from pgsearch.scoring import FieldHit
 
 __all__ = [
     "DirectRead",
+    "FirstTrip",
+    "PlanRows",
     "bounded_candidates",
     "browse_page",
     "candidates",
@@ -39,11 +41,14 @@ __all__ = [
     "cursor_key",
     "direct_search",
     "every_match",
+    "first_trip",
+    "in_scope",
     "list_heads",
     "lists_built_at",
     "lists_state",
     "page_messages",
     "parse_tf",
+    "plan_rows",
     "search_stats",
     "session_anchors",
     "session_fields",
@@ -90,6 +95,15 @@ def count_in_scope(filters: Filters) -> Statement[int]:
     """Entries the filters cover (one row), counted."""
     sql, params = q.count_sql(filters)
     return Statement("count in scope", sql, params, lambda r: int(r[0]))
+
+
+def in_scope(filters: Filters) -> Statement[int]:
+    """Entries the filters cover (one row): from the statistics when only kinds
+    filter, else counted."""
+    if not filters.only_kinds:
+        return count_in_scope(filters)
+    stats = search_stats(filters)
+    return Statement(stats.name, stats.sql, stats.params, lambda r: _search_stats(r).in_scope)
 
 
 def cursor_key() -> Statement[bytes]:
@@ -426,8 +440,7 @@ def direct_search(
             "prefix_limit": lookup.prefix_limit,
             "fuzzy_limit": lookup.fuzzy_limit,
             "trusted": lookup.trusted_df,
-            # As `plan.fuzzy_targets`: found fewer times than this as written.
-            "below": max(lookup.trusted_df, lookup.realword_df),
+            "below": lookup.typo_below,
             "realword": realword_ratio,
             "max_expansions": max_expansions,
             "osa": typo_distance == "osa",
@@ -441,3 +454,73 @@ def direct_search(
     )
     name = "direct search" if candidates else "expand words"
     return Statement(name, sql, params, _direct_row)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FirstTrip:
+    """What a ranked search reads first, in one round trip (`first_trip`)."""
+
+    stats: SearchStats
+    #: Entries in scope: from the statistics when only kinds filter, else counted.
+    searched: int
+    #: The vocabulary rows of the query words, the server's choice of expansions and
+    #: the direct plan's reads (those only when `direct_search` read them).
+    direct: DirectRead
+
+
+def first_trip(filters: Filters, direct: Statement[DirectRow]) -> Work[FirstTrip]:
+    """The workspace's statistics, the count of the scope when more than kinds filter
+    it, and `direct` (`direct_search`), in one round trip."""
+    got = yield from fetch_named(
+        {
+            "stats": search_stats(filters),
+            "count": None if filters.only_kinds else count_in_scope(filters),
+            "direct": direct,
+        }
+    )
+    stats: SearchStats = got["stats"][0]
+    return FirstTrip(
+        stats=stats,
+        searched=got["count"][0] if "count" in got else stats.in_scope,
+        direct=split_direct(got["direct"]),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanRows:
+    """The rows a plan's hits are scored from: its candidate messages and the
+    sessions whose title or summary holds a selective word."""
+
+    candidates: list[CandidateRow]
+    fields: list[FieldRow]
+
+
+def plan_rows(
+    filters: Filters,
+    plan: CandidatePlan,
+    field_plan: FieldPlan | None,
+    *,
+    held_candidates: list[CandidateRow] | None = None,
+    held_fields: list[FieldRow] | None = None,
+    exhaustive: bool = False,
+) -> Work[PlanRows]:
+    """The plan's rows: those already held (the direct read's, when they are the
+    plan's own) and, in one round trip, the plan's statements for the others (none:
+    no trip). With `exhaustive`, every match and every matching session, uncapped;
+    with no `field_plan`, no sessions."""
+    if field_plan is None:
+        held_fields = []
+    got = yield from fetch_named(
+        {
+            "candidates": None
+            if held_candidates is not None
+            else (every_match if exhaustive else candidates)(filters, plan),
+            "fields": None
+            if held_fields is not None or field_plan is None
+            else session_fields(filters.workspace, field_plan, capped=not exhaustive),
+        }
+    )
+    return PlanRows(
+        candidates=got["candidates"] if held_candidates is None else held_candidates,
+        fields=got["fields"] if held_fields is None else held_fields,
+    )

@@ -112,6 +112,20 @@ def fetch_all(statements: Sequence[Statement[R]], *, final: bool = False) -> Wor
     return list(results)
 
 
+def fetch_named(
+    statements: Mapping[str, Statement[Any] | None], *, final: bool = False
+) -> Work[dict[str, list[Any]]]:
+    """The rows of several independent statements, in one round trip, by name: a step
+    whose statements are optional is read by name, never by position. A statement
+    given as None is not sent and its name is absent from the result (none sent: no
+    trip). They are sent in the mapping's order."""
+    sent = {name: s for name, s in statements.items() if s is not None}
+    if not sent:
+        return {}
+    results = yield Step(tuple(sent.values()), final)
+    return dict(zip(sent, results, strict=True))
+
+
 def execute(*statements: Statement[Any], final: bool = False) -> Work[None]:
     """Run statements whose rows are not needed (in one round trip)."""
     if statements:

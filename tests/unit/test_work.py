@@ -21,6 +21,7 @@ from pgsearch.db.work import (
     fetch,
     fetch2,
     fetch_all,
+    fetch_named,
     savepoint,
 )
 from pgsearch.errors import IngestError, StoreError
@@ -64,6 +65,24 @@ def test_dependent_reads_are_separate_steps_in_order() -> None:
     script = Script()
     assert drive(work(), script) == [["a2"], ["c"]]
     assert script.steps == [["a"], ["a2", "c"]]
+
+
+def test_optional_statements_are_read_by_name_in_one_step() -> None:
+    def work() -> Work[dict[str, list[Any]]]:
+        return (yield from fetch_named({"one": s("a"), "skipped": None, "two": s("b")}))
+
+    script = Script()
+    assert drive(work(), script) == {"one": ["a"], "two": ["b"]}
+    assert script.steps == [["a", "b"]]
+
+
+def test_no_named_statement_no_step() -> None:
+    def work() -> Work[dict[str, list[Any]]]:
+        return (yield from fetch_named({"skipped": None}))
+
+    script = Script()
+    assert drive(work(), script) == {}
+    assert script.steps == []
 
 
 def test_no_statements_no_step() -> None:
