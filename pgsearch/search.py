@@ -8,10 +8,12 @@ that either driver runs:
     -> rank and page -> materialise the page (excerpts from the indexed text only).
 
 Every decision is a pure function of `pgsearch.plan` (its docstring has the rules
-and a glossary) or `pgsearch.ranking`; this module sequences them and names the
-reads they call for (`pgsearch.db.reads`), sending the independent ones of a stage
-together, in one round trip. Every statement runs with sequential scans disabled
-locally (the driver's search units), so each goes through an index.
+and a glossary), `pgsearch.scoring` or `pgsearch.ranking`; this module sequences
+them and names the reads they call for (`pgsearch.db.reads`), sending the
+independent ones of a stage together, in one round trip, and reading their rows back
+by name (`reads.FirstTrip`, `reads.PlanRows`, `ListsRead`), never by position.
+Every statement runs with sequential scans disabled locally (the driver's search
+units), so each goes through an index.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from pgsearch.plan import (
     vocabulary_lookup,
 )
 from pgsearch.ranking import Corpus, Ranked, Scorer, page_after, rank, speaker_terms
-from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage
+from pgsearch.rows import CandidateRow, FieldRow, SearchStats, StoredMessage, VocabRow
 from pgsearch.scoring import (
     Evidence,
     FieldHit,
@@ -194,6 +196,8 @@ class SearchEngine:
         per_session: bool,
         paging: Paging,
     ) -> Work[tuple[SessionQueryResult, SearchTrace]]:
+        """First trip -> expand -> plan -> the direct rows or the plan's reads (or a
+        read through the term lists) -> titles and anchors -> score -> page."""
         settings = self.settings
         lookup = vocabulary_lookup(
             query, fuzzy_limit=settings.fuzzy_fetch, realword_df=settings.realword_df
@@ -207,14 +211,7 @@ class SearchEngine:
         first = yield from reads.first_trip(
             filters, self._direct_search(filters, query, lookup, titles=titles)
         )
-        groups = choose_expansions(
-            query,
-            first.direct.vocabulary,
-            max_expansions=settings.max_expansions,
-            typo_distance=settings.typo_distance,
-            realword_ratio=self._realword_ratio,
-            trusted_df=lookup.trusted_df,
-        )
+        groups = self._expand(query, lookup, first.direct.vocabulary)
         if not groups:
             return SessionQueryResult(matches=(), searched=first.searched), SearchTrace(
                 mode="unknown_words"
@@ -269,6 +266,21 @@ class SearchEngine:
         )
         trace = SearchTrace(mode="ranked", plan=plan, field_plan=field_plan, approximate=limits)
         return result, trace
+
+    def _expand(
+        self, query: ParsedQuery, lookup: VocabularyLookup, found: list[VocabRow]
+    ) -> dict[str, Group]:
+        """Each query word's expansions among the vocabulary rows read for `lookup`,
+        by the rules the statement that read them applied (`choose_expansions`)."""
+        settings = self.settings
+        return choose_expansions(
+            query,
+            found,
+            max_expansions=settings.max_expansions,
+            typo_distance=settings.typo_distance,
+            realword_ratio=self._realword_ratio,
+            trusted_df=lookup.trusted_df,
+        )
 
     @property
     def _realword_ratio(self) -> float:
@@ -349,9 +361,9 @@ class SearchEngine:
     def _spread(
         self, filters: Filters, plan: CandidatePlan, candidates: list[CandidateRow]
     ) -> Work[list[CandidateRow]]:
-        """The cap's messages may come from a few sessions: one more candidate per
-        session among many more matches, so that the sessions shown are the matching
-        sessions, not those of the first cap messages."""
+        """`candidates` and one more per session among many more matches: the cap's
+        messages may come from a few sessions, and the sessions shown must be the
+        matching sessions, not those of the first cap messages."""
         keys = {(c.session_id, c.seq) for c in candidates}
         spread = yield from fetch(
             reads.session_spread(filters, plan, scan=self.settings.candidate_scan_limit)
@@ -381,34 +393,12 @@ class SearchEngine:
         chunks of each listed term, every match of the others and of the tail, then
         in one more trip every match in the sessions whose title or summary matched,
         with more chunks when the first read does not certify the top results."""
-        ws = filters.workspace
-        state = bounded.state
         stats = first.stats
         evidence = self._evidence
         chunks = impact.FIRST_CHUNKS
-        if field_plan is None:
-            field_rows = []
-        got = yield from fetch_named(
-            {
-                "candidates": reads.bounded_candidates(
-                    filters,
-                    plan,
-                    listed=bounded.listed,
-                    chunks=(0, chunks),
-                    rare=bounded.rare,
-                    tail=2 * impact.TAIL_MAX,
-                    watermark=state.watermark,
-                ),
-                "built": reads.lists_built_at(ws),
-                "fields": None
-                if field_rows is not None or field_plan is None
-                else reads.session_fields(ws, field_plan),
-            }
-        )
-        candidates = _distinct(got["candidates"])
-        rebuilt = got["built"] != [state.built_at]
-        fields_read: list[FieldRow] = got["fields"] if field_rows is None else field_rows
-        fields = _field_hits(plan, field_plan, stats, fields_read)
+        read = yield from _lists_first(filters, plan, field_plan, bounded, field_rows)
+        candidates = read.candidates
+        fields = _field_hits(plan, field_plan, stats, read.fields)
         bound = _bound_of(plan, stats, bounded, evidence)
         after = ranked_position(paging.after)
         # The first read: do its scores already put the page's hits out of reach of
@@ -417,12 +407,7 @@ class SearchEngine:
         stage1 = replace(evidence, context=0.0, session=0.0)
         hits = score_candidates(candidates, plan.groups, stats, fields, {}, stage1)
         k = paging.limit + impact.before(hits, after, per_session=per_session)
-        reach = impact.evidence_reach(
-            bound(chunks), context=evidence.context, session=evidence.session
-        )
-        more = not impact.certified(hits, k, reach, per_session=per_session) and any(
-            len(state.heads[t].chunk_max) > chunks for t in bounded.listed
-        )
+        more = _reads_more(hits, k, bound(chunks), evidence, bounded, chunks, per_session)
         # Every hit of the sessions the page may show is read (their neighbouring
         # turns' and session evidence is then exact), and of those whose title or
         # summary matched (their boost stays out of the bound); those with no
@@ -433,25 +418,11 @@ class SearchEngine:
             per_session=per_session,
         ) | set(fields)
         orphans = orphan_hits(candidates, fields)
-        got = yield from fetch_named(
-            {
-                "candidates": reads.bounded_candidates(
-                    filters,
-                    plan,
-                    listed=bounded.listed if more else (),
-                    chunks=(chunks, impact.MORE_CHUNKS),
-                    sessions=sorted(full),
-                ),
-                "built": reads.lists_built_at(ws) if more else None,
-                "anchors": reads.session_anchors(ws, orphans) if orphans else None,
-            }
-        )
-        candidates = _distinct(candidates + got["candidates"])
+        again = yield from _lists_more(filters, plan, bounded, chunks, more, full, orphans)
+        candidates = _distinct(candidates + again.candidates)
         if more:
-            rebuilt = rebuilt or got["built"] != [state.built_at]
             chunks = impact.MORE_CHUNKS
-        anchors = {m.session_id: m for m in got.get("anchors", ())}
-        scored = score_candidates(candidates, plan.groups, stats, fields, anchors, evidence)
+        scored = score_candidates(candidates, plan.groups, stats, fields, again.anchors, evidence)
         unseen = bound(chunks)
         exact = impact.certified_with_evidence(
             score_candidates(candidates, plan.groups, stats, fields, {}, stage1),
@@ -463,30 +434,25 @@ class SearchEngine:
             session=evidence.session,
             per_session=per_session,
         )
+        rebuilt = read.rebuilt or again.rebuilt
         limits = _bounded_limits(rebuilt=rebuilt, exact=exact, k=k, chunks=chunks, bound=unseen)
-        if field_plan is not None and len(fields_read) >= field_plan.cap:
+        if field_plan is not None and len(read.fields) >= field_plan.cap:
             limits.append(f"titles/summaries: {field_plan.cap} read of more matches")
-        ranked = self._rank(scored, plan, per_session)
-        page, more_hits = page_after(ranked, after, paging.limit)
+        page, more_hits = page_after(self._rank(scored, plan, per_session), after, paging.limit)
         result = SessionQueryResult(
-            matches=tuple((yield from self._materialise(ws, page, paging))),
+            matches=tuple((yield from self._materialise(filters.workspace, page, paging))),
             searched=first.searched,
             next_cursor=(
                 paging.next_cursor(list(page[-1].order_key)) if more_hits and page else None
             ),
             approximate=bool(limits),
         )
-        read = (
-            f"term lists: {len(bounded.listed)} listed, {len(bounded.rare)} read whole, "
-            f"{chunks} chunks a term, {len(candidates)} candidates, "
-            + ("certified" if exact else "not certified")
-        )
         trace = SearchTrace(
             mode="ranked",
             plan=plan,
             field_plan=field_plan,
             approximate=tuple(limits),
-            bounded=read,
+            bounded=_lists_text(bounded, chunks, len(candidates), exact=exact),
         )
         return result, trace
 
@@ -573,6 +539,88 @@ def _distinct(rows: Sequence[CandidateRow]) -> list[CandidateRow]:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ListsRead:
+    """One trip through the term lists: the candidates read (each once), whether the
+    lists were rebuilt since the search read their state, and what came with them."""
+
+    candidates: list[CandidateRow]
+    rebuilt: bool
+    fields: list[FieldRow] = field(default_factory=list)
+    anchors: dict[str, StoredMessage] = field(default_factory=dict)
+
+
+def _lists_first(
+    filters: Filters,
+    plan: CandidatePlan,
+    field_plan: FieldPlan | None,
+    bounded: impact.BoundedPlan,
+    field_rows: list[FieldRow] | None,
+) -> Work[ListsRead]:
+    """The first chunks of each listed term, every match of the unlisted terms and
+    of the tail, when the lists were built, and the titles and summaries unless
+    `field_rows` holds them already (none without a field plan): one trip."""
+    ws = filters.workspace
+    state = bounded.state
+    got = yield from fetch_named(
+        {
+            "candidates": reads.bounded_candidates(
+                filters,
+                plan,
+                listed=bounded.listed,
+                chunks=(0, impact.FIRST_CHUNKS),
+                rare=bounded.rare,
+                tail=2 * impact.TAIL_MAX,
+                watermark=state.watermark,
+            ),
+            "built": reads.lists_built_at(ws),
+            "fields": None
+            if field_rows is not None or field_plan is None
+            else reads.session_fields(ws, field_plan),
+        }
+    )
+    if field_rows is None:
+        field_rows = got.get("fields", [])
+    return ListsRead(
+        candidates=_distinct(got["candidates"]),
+        rebuilt=got["built"] != [state.built_at],
+        fields=field_rows,
+    )
+
+
+def _lists_more(
+    filters: Filters,
+    plan: CandidatePlan,
+    bounded: impact.BoundedPlan,
+    chunks: int,
+    more: bool,
+    full: set[str],
+    orphans: Mapping[str, FieldHit],
+) -> Work[ListsRead]:
+    """Every match in the `full` sessions, with `more` the listed terms' chunks from
+    `chunks` on (and when the lists were built, again), and the entries the
+    `orphans` are shown at: one trip."""
+    ws = filters.workspace
+    got = yield from fetch_named(
+        {
+            "candidates": reads.bounded_candidates(
+                filters,
+                plan,
+                listed=bounded.listed if more else (),
+                chunks=(chunks, impact.MORE_CHUNKS),
+                sessions=sorted(full),
+            ),
+            "built": reads.lists_built_at(ws) if more else None,
+            "anchors": reads.session_anchors(ws, orphans) if orphans else None,
+        }
+    )
+    return ListsRead(
+        candidates=got["candidates"],
+        rebuilt=more and got["built"] != [bounded.state.built_at],
+        anchors={m.session_id: m for m in got.get("anchors", ())},
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Held:
     """The direct read's rows that are the plan's own (None: the plan's own
     statement reads them)."""
@@ -629,6 +677,33 @@ def _bounded_limits(*, rebuilt: bool, exact: bool, k: int, chunks: int, bound: f
             f"(a message not read may score up to {bound:.4g} before evidence)"
         )
     return limits
+
+
+def _reads_more(
+    hits: list[Ranked],
+    k: int,
+    bound: float,
+    evidence: Evidence,
+    bounded: impact.BoundedPlan,
+    chunks: int,
+    per_session: bool,
+) -> bool:
+    """Whether a hit not read may still reach the top `k` of the first read's `hits`
+    (scored before evidence), with its evidence at most, and a list holds more than
+    the `chunks` read."""
+    reach = impact.evidence_reach(bound, context=evidence.context, session=evidence.session)
+    return not impact.certified(hits, k, reach, per_session=per_session) and any(
+        len(bounded.state.heads[t].chunk_max) > chunks for t in bounded.listed
+    )
+
+
+def _lists_text(bounded: impact.BoundedPlan, chunks: int, candidates: int, *, exact: bool) -> str:
+    """How a search read through the term lists, for `SearchTrace.bounded`."""
+    return (
+        f"term lists: {len(bounded.listed)} listed, {len(bounded.rare)} read whole, "
+        f"{chunks} chunks a term, {candidates} candidates, "
+        + ("certified" if exact else "not certified")
+    )
 
 
 def capped_notice(plan: CandidatePlan) -> str:
