@@ -308,6 +308,12 @@ def choose_expansions(
     `realword_ratio` times as often as it (a misspelling that recurs in the logs still
     reaches the word meant). Weights of words typed as one chunk are shared
     (`ParsedQuery.shares`).
+
+    Mirrored in SQL: the vocabulary statement (`pgsearch.db.queries._direct_terms`)
+    makes the same choice on the server, with these arguments as its parameters
+    (`pgsearch.db.reads.direct_search`), to read the direct plan; a search uses its
+    rows only when both choices agree (`same_expansions`), and
+    tests/integration/test_round_trips.py checks that they do.
     """
     edit_distance = OSA.distance if typo_distance == "osa" else Levenshtein.distance
     texts = query.texts
@@ -374,7 +380,9 @@ def unit_df(unit: Unit) -> int:
 
 
 def stop_df(n_indexed: int, settings: Settings) -> float:
-    """The document frequency from which a word is stop-like."""
+    """The document frequency from which a word is stop-like (mirrored in SQL by the
+    direct read, `queries._DIRECT_UNITS` and `_DIRECT_FIELD_STOP`, which take
+    `stop_df_ratio` and `STOP_MIN_DF` as parameters)."""
     return max(settings.stop_df_ratio * n_indexed, STOP_MIN_DF)
 
 
@@ -437,7 +445,12 @@ class CandidatePlan:
 def plan_candidates(
     query: ParsedQuery, groups: Mapping[str, Group], stats: SearchStats, settings: Settings
 ) -> CandidatePlan:
-    """The candidate plan for `query`'s expanded words under these statistics."""
+    """The candidate plan for `query`'s expanded words under these statistics.
+
+    Mirrored in SQL for the plans the direct read can serve (``all_words`` and
+    ``any_unit`` when every match fits the cap: `pgsearch.db.queries._DIRECT_UNITS`,
+    with the caps as parameters); `direct_candidates_hold` accepts its rows only
+    when they are this plan's (tests/unit/test_direct_plan.py)."""
     all_groups = tuple(groups.values())
     units = query.units(groups)
     dfs = [unit_df(u) for u in units]
@@ -608,7 +621,9 @@ def plan_fields(
 ) -> FieldPlan | None:
     """How to match titles and summaries, or None when they cannot help: a role, tool
     or time filter (a title has none of those), no titles yet, or only words common
-    among titles."""
+    among titles. Mirrored in SQL by the direct read's title part
+    (`pgsearch.db.queries.direct_search_sql`); `direct_fields_hold` accepts its rows
+    only when they are this plan's."""
     if filters.narrows_entries or stats.n_fields == 0:
         return None
     threshold = stop_df(stats.n_fields, settings)

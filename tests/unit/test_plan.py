@@ -24,6 +24,7 @@ from pgsearch.plan import (
     plan_candidates,
     plan_fields,
     read_limits,
+    unit_indexes,
     vocabulary_lookup,
 )
 from pgsearch.rows import CandidateRow, FieldRow, How, SearchStats, StoredMessage, VocabRow
@@ -272,6 +273,39 @@ def test_a_trusted_word_keeps_only_its_own_forms() -> None:
         ("config", "prefix"),
         ("cone", "fuzzy"),
     ]
+
+
+def test_the_vocabulary_statement_and_the_engine_read_one_set_of_thresholds() -> None:
+    # The server chooses expansions with the lookup's thresholds as parameters; the
+    # engine's own choice takes the same ones, so that the two can agree.
+    from pgsearch.db import reads
+
+    query = parse("conf databse")
+    lookup = vocabulary_lookup(query, realword_df=40)
+    statement = reads.direct_search(
+        Filters(workspace="w", kinds=("user_text",)),
+        lookup,
+        unit_indexes(query),
+        query.phrases,
+        titles=False,
+        max_expansions=8,
+        typo_distance="levenshtein",
+        realword_ratio=2.0,
+        cap=10,
+        stop_cap=5,
+        stop_ratio=0.1,
+        stop_min_df=STOP_MIN_DF,
+    )
+    params = statement.params or {}
+    assert params["trusted"] == lookup.trusted_df == TRUSTED_DF
+    assert params["below"] == lookup.typo_below == 40
+    rows = [
+        row(query, "conf", "conf", TRUSTED_DF),
+        row(query, "conf", "config", 400, how="prefix"),
+    ]
+    assert [e.term for e in choose_expansions(query, rows, max_expansions=8)["conf"]] == ["conf"]
+    more = choose_expansions(query, rows, max_expansions=8, trusted_df=TRUSTED_DF + 1)
+    assert [e.term for e in more["conf"]] == ["conf", "config"]
 
 
 def test_typo_expansions_are_rechecked_nearest_and_most_frequent_first() -> None:
