@@ -1162,7 +1162,17 @@ class Store:
         build in one transaction of its own (a crash leaves the old lists whole).
         Returns how many terms are listed."""
         watermark = self.write(lists_watermark, None, context="waiting for writers")
-        return self.write(partial(build_lists, ws, watermark), ws, context="building term lists")
+        # Sequential scans off: the planner would otherwise read every workspace's
+        # vocabulary and statistics for the one being built.
+        return self.driver.run(
+            Unit(
+                work=partial(build_lists, ws, watermark),
+                workspace=ws,
+                write=True,
+                search=True,
+                context="building term lists",
+            )
+        )
 
     def lists_lag(self, ws: str) -> ListsLag:
         return self.read(partial(lists_lag, ws, final=True), ws, context="reading list lag")
