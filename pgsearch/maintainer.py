@@ -145,6 +145,7 @@ class Maintainer:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        log.info("term list maintainer: stopped after %d rounds", self.rounds)
 
     async def _loop(self) -> None:
         while True:
