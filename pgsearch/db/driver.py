@@ -10,8 +10,9 @@ statements lives here and nowhere else:
 - every step in one round trip (pipeline mode) and one write: its statements go out
   together, so the server reads them at once and answers them at once (psycopg's own
   pipeline flushes each statement apart, a wake-up of the server and of the client
-  each); a statement seen before on the connection runs prepared; ``COPY`` outside
-  the pipeline;
+  each); a statement seen before on the connection runs prepared (a search's with
+  a plan made once for any parameters, except on Citus); ``COPY`` outside the
+  pipeline;
 - driver errors wrapped as `StoreError` & co. (`wrap_errors`) and thrown into the work;
 - the one retry layer: a deadlock, serialization failure or recovery conflict reruns
   the whole unit from a fresh generator; a lost connection reruns it when ``COMMIT``
@@ -421,6 +422,14 @@ class _Core:
                 local.append(sql.SQL("SET LOCAL citus.multi_task_query_log_level = error"))
         if unit.search:
             local.append(sql.SQL("SET LOCAL enable_seqscan = off"))
+            if not self.citus:
+                # A search's statements are prepared on the connection; planned once
+                # for any parameters they skip a planning that cost as much as their
+                # execution (the large vocabulary statement most), and their values
+                # change little in a plan whose row sources are computed in the
+                # statement (bench/README.md, "Plans made once"). Citus keeps custom
+                # plans (above), which keep each statement on one shard.
+                local.append(sql.SQL("SET LOCAL plan_cache_mode = force_generic_plan"))
         timeout = self.config.write_timeout_ms if unit.write else self.config.read_timeout_ms
         if timeout:
             local.append(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(timeout)))

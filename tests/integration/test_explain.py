@@ -19,6 +19,9 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
+from psycopg._queries import PostgresQuery
+from psycopg.adapt import Transformer
 
 from pgsearch import PgSearch, SessionQueryRequest, Settings
 from pgsearch.db.driver import UnitRecord
@@ -247,7 +250,10 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     with psycopg.connect(big_dsn) as conn, conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute("SET LOCAL jit = off")
-        for sql_text, (statement, params) in captured.items():
+        # Searches run their statements prepared with plans made once for any
+        # parameters (`Driver._begin`): the plan of each for its values, and that one.
+        conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        for number, (sql_text, (statement, params)) in enumerate(captured.items()):
             if sql_text.startswith("SELECT set_config"):
                 continue
             plan = conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchone()
@@ -255,7 +261,34 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
             scans = _seq_scans(plan[0])
             if scans:
                 bad.append(f"{scans}: {sql_text[:300]}")
+            scans = _seq_scans(_generic_plan(conn, f"shape_{number}", statement, params))
+            if scans:
+                bad.append(f"generic plan {scans}: {sql_text[:300]}")
     assert bad == []
+
+
+def _generic_plan(conn: psycopg.Connection[Any], name: str, statement: Any, params: Any) -> Any:
+    """The plan a statement prepared as the driver prepares it (same text, same
+    parameter types) runs with under ``plan_cache_mode = force_generic_plan``."""
+    query = PostgresQuery(Transformer(conn))
+    query.convert(statement, params)
+    prepared = conn.pgconn.prepare(name.encode(), query.query, param_types=query.types)
+    assert prepared.status == psycopg.pq.ExecStatus.COMMAND_OK, prepared.error_message
+    # EXECUTE takes its arguments as literals, each typed as its parameter.
+    row = conn.execute(
+        "SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = %s", [name]
+    ).fetchone()
+    assert row is not None
+    values = [params[key] for key in query._order] if query._order else list(params or ())
+    args = ", ".join(
+        f"{sql.Literal(value).as_string(conn)}::{kind}"
+        for value, kind in zip(values, row[0], strict=True)
+    )
+    execute = f"EXPLAIN (FORMAT JSON) EXECUTE {name}" + (f"({args})" if args else "")
+    plan = conn.execute(execute.encode()).fetchone()  # type: ignore[call-overload]
+    assert plan is not None
+    conn.execute(f"DEALLOCATE {name}".encode())  # type: ignore[call-overload]
+    return plan[0]
 
 
 def test_plans_use_the_gin_indexes(big_dsn: str) -> None:
