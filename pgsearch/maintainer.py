@@ -81,9 +81,6 @@ def build_unit(ws: str, watermark: int) -> Unit[int | None]:
         work=partial(store.build_lists_unless_busy, ws, watermark),
         workspace=ws,
         write=True,
-        # Sequential scans off, as `pgsearch maintain` builds: the vocabulary and
-        # statistics of the one workspace are read through their keys.
-        search=True,
         context="building term lists",
     )
 

@@ -300,6 +300,7 @@ LISTS_TRY_BUILD_LOCK = (
 LISTS_STATE_WATERMARK = "SELECT s.watermark FROM term_list_state s WHERE s.workspace_id = %(ws)s"
 # Whether the server the writes go to is a standby (its transactions read only).
 IN_RECOVERY = "SELECT pg_is_in_recovery()"
+LISTS_PLANNER = "SET LOCAL enable_seqscan = off"
 LISTS_CLEAR: tuple[LiteralString, ...] = (
     "DELETE FROM term_lists WHERE workspace_id = %(ws)s",
     "DELETE FROM term_list_heads WHERE workspace_id = %(ws)s",

@@ -996,6 +996,10 @@ def _build_lists(ws: str, watermark: int, *first: Statement[Any]) -> Work[int]:
     }
     *_, state = yield from fetch_all(
         [
+            # Sequential scans off: the planner would otherwise read every workspace's
+            # vocabulary and statistics for the one being built. (Not a search unit's
+            # settings: those plan prepared statements once for any parameters.)
+            Statement("lists planner", q.LISTS_PLANNER),
             *first,
             *(Statement("lists clear", s, {"ws": ws}) for s in q.LISTS_CLEAR),
             Statement("lists state", q.LISTS_STATE, params, _first),
@@ -1162,17 +1166,7 @@ class Store:
         build in one transaction of its own (a crash leaves the old lists whole).
         Returns how many terms are listed."""
         watermark = self.write(lists_watermark, None, context="waiting for writers")
-        # Sequential scans off: the planner would otherwise read every workspace's
-        # vocabulary and statistics for the one being built.
-        return self.driver.run(
-            Unit(
-                work=partial(build_lists, ws, watermark),
-                workspace=ws,
-                write=True,
-                search=True,
-                context="building term lists",
-            )
-        )
+        return self.write(partial(build_lists, ws, watermark), ws, context="building term lists")
 
     def lists_lag(self, ws: str) -> ListsLag:
         return self.read(partial(lists_lag, ws, final=True), ws, context="reading list lag")
