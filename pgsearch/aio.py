@@ -35,6 +35,7 @@ from pgsearch.api import (
 from pgsearch.db import store
 from pgsearch.db.store import AsyncDriver, DriverConfig, Unit, router_for
 from pgsearch.ingest import FileResult, Ingestor
+from pgsearch.maintainer import Maintainer, Workspaces
 from pgsearch.rows import ApiToken, TableSize
 from pgsearch.search import SearchEngine
 from pgsearch.settings import Settings
@@ -205,6 +206,12 @@ class AsyncPgSearch:
     async def workspaces(self) -> list[str]:
         return await self._driver.run(workspaces_unit(self.settings))
 
+    def maintainer(self, workspaces: Workspaces | None = None) -> Maintainer:
+        """A background maintainer of the term lists (`pgsearch.maintainer`) of the
+        workspaces `workspaces` lists each round (default: every workspace); started
+        with ``start()`` on this event loop, stopped with ``await stop()``."""
+        return Maintainer(self._driver.run, self.settings, workspaces or self.workspaces)
+
     async def stats(self, *, workspace: str) -> WorkspaceStats:
         return await self._driver.run(stats_unit(workspace))
 
@@ -245,6 +252,10 @@ class AsyncPgSearch:
             workspace, session_id=session_id, write=write, rate=rate, label=label
         )
         return tokens.NewToken(secret=secret, token=await self._driver.run(unit))
+
+    async def tokens(self, *, workspace: str | None = None) -> list[ApiToken]:
+        """Every token (of `workspace`), revoked ones included, oldest first."""
+        return await self._driver.run(tokens.list_unit(workspace))
 
     async def revoke_token(self, token_id: str) -> ApiToken | None:
         return await self._driver.run(tokens.revoke_unit(token_id))

@@ -210,7 +210,14 @@ def serve_stdio(settings: Settings, *, workspace: str, session_id: str | None = 
         from pgsearch.aio import AsyncPgSearch
 
         pg = await AsyncPgSearch.connect(settings=settings)
+
+        async def served() -> list[str]:
+            return [workspace]
+
+        # The term lists of the served workspace are kept by the server itself.
+        maintainer = pg.maintainer(served)
         try:
+            maintainer.start()
             server = build_server(pg.provider(workspace=workspace, session_id=session_id))
             async with stdio_server(stdin=_ScreenedLines()) as (read_stream, write_stream):  # type: ignore[arg-type]
                 async with anyio.create_task_group() as tg:
@@ -220,6 +227,7 @@ def serve_stdio(settings: Settings, *, workspace: str, session_id: str | None = 
                     )
                     tg.cancel_scope.cancel()
         finally:
+            await maintainer.stop()
             await pg.close()
 
     anyio.run(main)

@@ -24,6 +24,15 @@ RELATIVE_FLOOR = 0.15
 #: Seconds between two looks at watched files (`pgsearch.watch`, ``ingest --watch``).
 DEFAULT_WATCH_INTERVAL = 2.0
 
+#: Seconds between two rounds of the term lists' maintainer in `pgsearch serve` and
+#: `pgsearch mcp` (`pgsearch.maintainer`); 0 turns it off.
+DEFAULT_MAINTAIN_INTERVAL = 60.0
+#: Messages stored since a workspace's lists were built past which that maintainer
+#: rebuilds them: each search through the lists reads those messages directly, and a
+#: rebuild costs a pass over the workspace's postings (about 0.15 s per 2,000
+#: messages on the bench machine), at most once a workspace per round.
+DEFAULT_MAINTAIN_BEHIND = 100
+
 #: Kinds whose text can be indexed beyond the defaults; see `IndexPolicy`.
 OPTIONAL_INDEX_KINDS = ("tool_arguments", "tool_output", "system")
 
@@ -106,6 +115,11 @@ class Settings:
     #: slower than the capped read, bench/README.md), the capped candidates are read
     #: as planned and only `pgsearch maintain` builds lists.
     impact_lists: bool = False
+    #: Seconds between two rounds of the background maintainer of `pgsearch serve`
+    #: and `pgsearch mcp`, which rebuilds the term lists of workspaces more than
+    #: `maintain_behind` messages behind (`pgsearch.maintainer`); 0 turns it off.
+    maintain_interval: float = DEFAULT_MAINTAIN_INTERVAL
+    maintain_behind: int = DEFAULT_MAINTAIN_BEHIND
     #: pg_trgm similarity a vocabulary term needs before edit distance is checked.
     #: One edit leaves a 5-8 letter word at least 0.33 similar to the original (n+1
     #: padded trigrams, at most 3 changed); two edits leave a 9+ letter word at least
@@ -186,6 +200,7 @@ class Settings:
             "read_wait_ms": "PGSEARCH_READ_WAIT_MS",
             "read_max_lag_ms": "PGSEARCH_READ_MAX_LAG_MS",
             "read_connect_timeout_ms": "PGSEARCH_READ_CONNECT_TIMEOUT_MS",
+            "maintain_behind": "PGSEARCH_MAINTAIN_BEHIND",
         }
         for name, var in ints.items():
             if var in env:
@@ -196,6 +211,7 @@ class Settings:
         seconds = {
             "pool_timeout": "PGSEARCH_POOL_TIMEOUT",
             "retry_seconds": "PGSEARCH_RETRY_SECONDS",
+            "maintain_interval": "PGSEARCH_MAINTAIN_INTERVAL",
         }
         for name, var in seconds.items():
             if var in env:
@@ -255,6 +271,15 @@ class Settings:
             raise ConfigError(
                 f"PGSEARCH_RETRY_SECONDS must be between 0 and 3600 seconds, "
                 f"got {self.retry_seconds}"
+            )
+        if not 0 <= self.maintain_interval <= 86_400:
+            raise ConfigError(
+                f"PGSEARCH_MAINTAIN_INTERVAL must be between 0 (off) and 86400 seconds, "
+                f"got {self.maintain_interval}"
+            )
+        if self.maintain_behind < 1:
+            raise ConfigError(
+                f"PGSEARCH_MAINTAIN_BEHIND must be at least 1 message, got {self.maintain_behind}"
             )
         if not isinstance(self.read_dsns, tuple):
             raise ConfigError("read_dsns must be a tuple of connection strings")

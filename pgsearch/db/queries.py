@@ -289,6 +289,18 @@ LISTS_WATERMARK = "SELECT pgsearch_ingest_watermark()"
 LISTS_BUILD_LOCK = (
     "SELECT pg_advisory_xact_lock(hashtextextended('pgsearch term lists ' || %(ws)s, 0))"
 )
+# The background maintainer's form (`pgsearch.maintainer`): it never waits for another
+# builder of the workspace, it leaves the workspace to it (the same lock as above, so
+# it never overlaps `pgsearch maintain` or another server's maintainer either).
+LISTS_TRY_BUILD_LOCK = (
+    "SELECT pg_try_advisory_xact_lock(hashtextextended('pgsearch term lists ' || %(ws)s, 0))"
+)
+# The watermark the lists have now, read once the lock is held (a new snapshot): a
+# builder that finished meanwhile may already have folded in everything up to ours.
+LISTS_STATE_WATERMARK = "SELECT s.watermark FROM term_list_state s WHERE s.workspace_id = %(ws)s"
+# Whether the server the writes go to is a standby (its transactions read only).
+IN_RECOVERY = "SELECT pg_is_in_recovery()"
+LISTS_PLANNER = "SET LOCAL enable_seqscan = off"
 LISTS_CLEAR: tuple[LiteralString, ...] = (
     "DELETE FROM term_lists WHERE workspace_id = %(ws)s",
     "DELETE FROM term_list_heads WHERE workspace_id = %(ws)s",

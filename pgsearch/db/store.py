@@ -954,6 +954,32 @@ def lists_watermark() -> Work[int]:
 def build_lists(ws: str, watermark: int) -> Work[int]:
     """Rebuild the workspace's term lists in one pass (one transaction), folding in
     every message up to `watermark`; returns how many terms are listed."""
+    lock: Statement[Any] = Statement("lists build lock", q.LISTS_BUILD_LOCK, {"ws": ws})
+    return (yield from _build_lists(ws, watermark, lock))
+
+
+def build_lists_unless_busy(ws: str, watermark: int) -> Work[int | None]:
+    """`build_lists` unless another builder holds the workspace's lock or the lists
+    already fold in `watermark` (a build finished since it was read): then nothing is
+    written and the result is None."""
+    locked, state = yield from fetch_all(
+        [
+            Statement("lists try build lock", q.LISTS_TRY_BUILD_LOCK, {"ws": ws}, _first),
+            Statement("lists state watermark", q.LISTS_STATE_WATERMARK, {"ws": ws}, _first),
+        ]
+    )
+    if not locked[0] or (state and state[0] is not None and int(state[0]) >= watermark):
+        return None
+    return (yield from _build_lists(ws, watermark))
+
+
+def in_recovery() -> Work[bool]:
+    """Whether the server is a standby (nothing can be written there)."""
+    rows = yield from fetch(Statement("in recovery", q.IN_RECOVERY, decode=_first), final=True)
+    return bool(rows[0])
+
+
+def _build_lists(ws: str, watermark: int, *first: Statement[Any]) -> Work[int]:
     from pgsearch import impact
     from pgsearch.ranking import K1, B
 
@@ -970,7 +996,11 @@ def build_lists(ws: str, watermark: int) -> Work[int]:
     }
     *_, state = yield from fetch_all(
         [
-            Statement("lists build lock", q.LISTS_BUILD_LOCK, {"ws": ws}),
+            # Sequential scans off: the planner would otherwise read every workspace's
+            # vocabulary and statistics for the one being built. (Not a search unit's
+            # settings: those plan prepared statements once for any parameters.)
+            Statement("lists planner", q.LISTS_PLANNER),
+            *first,
             *(Statement("lists clear", s, {"ws": ws}) for s in q.LISTS_CLEAR),
             Statement("lists state", q.LISTS_STATE, params, _first),
         ]

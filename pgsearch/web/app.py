@@ -608,17 +608,29 @@ def create_app(
     (and closes it when it stops), unless one is given in `pg`."""
     api = Api(config)
 
+    async def served_workspaces() -> list[str]:
+        # The workspaces this server answers for: the open mode's one, else every
+        # workspace (under row level security, where they cannot be listed, those
+        # that live tokens are bound to).
+        if config.open_scope is not None:
+            return [config.open_scope.workspace]
+        if api.db.settings.row_level_security:
+            return sorted({t.workspace_id for t in await api.db.tokens() if t.revoked_at is None})
+        return await api.db.workspaces()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if pg is not None:
-            api.pg = pg
-            yield
-            return
-        api.pg = await AsyncPgSearch.connect(settings=settings)
+        owned = pg is None
+        api.pg = await AsyncPgSearch.connect(settings=settings) if pg is None else pg
+        maintainer = api.pg.maintainer(served_workspaces)
+        app.state.maintainer = maintainer
         try:
+            maintainer.start()
             yield
         finally:
-            await api.pg.close()
+            await maintainer.stop()
+            if owned:
+                await api.pg.close()
 
     def route(path: str, handler: Handler, method: str) -> Route:
         return Route(path, _guarded(handler), methods=[method])

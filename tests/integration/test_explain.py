@@ -523,3 +523,51 @@ def test_term_list_statements_use_an_index(big_dsn: str) -> None:
             if name == "lag":
                 assert "messages_ingest_seq_idx" in json.dumps(plan[0]), name
     assert bad == []
+
+
+def test_maintainer_statements_use_an_index(big_dsn: str) -> None:
+    """A round of the background maintainer (`pgsearch.maintainer`) that rebuilds a
+    workspace: every statement it sends is EXPLAINed, none scans a message table, and
+    the server's count of sequential scans on `messages` does not move."""
+    import asyncio
+
+    from pgsearch.aio import AsyncPgSearch
+
+    ws = "ws-b"
+    settings = Settings.from_env(dsn=big_dsn).with_(maintain_behind=1)
+    with PgSearch.connect(big_dsn) as pg:
+        pg.append(workspace=ws, session_id="kept", messages=[{"role": "user", "content": "x"}])
+    before = _messages_seq_scans(big_dsn)
+
+    async def main() -> list[UnitRecord]:
+        async with await AsyncPgSearch.connect(settings=settings) as pg:
+
+            async def listed() -> list[str]:
+                return [ws]
+
+            with pg._driver.capture() as units:
+                done = await pg.maintainer(listed).run_round()
+            assert list(done.rebuilt) == [ws]
+            return list(units)
+
+    units = asyncio.run(main())
+    assert _messages_seq_scans(big_dsn) == before, "the round scanned messages sequentially"
+    names = {s.name for u in units for s in u.statements}
+    assert {"in recovery", "lists lag", "lists try build lock", "lists state watermark"} <= names
+    assert {"lists build", "lists heads", "lists state"} <= names
+    bad = []
+    with psycopg.connect(big_dsn) as conn:
+        for unit in units:
+            # Under the settings the unit's transaction ran with: sequential scans
+            # off for the build (as `pgsearch maintain` builds), else the defaults.
+            seqscan = "off" if unit.context == "building term lists" else "on"
+            for s in unit.statements:
+                if not s.explainable:
+                    continue
+                with conn.transaction(force_rollback=True):
+                    conn.execute("SET LOCAL enable_seqscan = " + seqscan)
+                    plan = conn.execute("EXPLAIN (FORMAT JSON) " + s.sql, s.params).fetchone()
+                assert plan is not None
+                if _seq_scans(plan[0]):
+                    bad.append(f"{s.name} {_seq_scans(plan[0])}: {s.text[:200]}")
+    assert bad == []

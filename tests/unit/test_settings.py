@@ -60,6 +60,20 @@ def test_integers_are_parsed() -> None:
     assert settings.max_indexed_chars == 10_000
 
 
+def test_the_maintainer_settings() -> None:
+    # Every minute, past 100 messages behind, by default; 0 turns it off.
+    assert (Settings().maintain_interval, Settings().maintain_behind) == (60.0, 100)
+    settings = Settings.from_env(
+        {"PGSEARCH_MAINTAIN_INTERVAL": "0.5", "PGSEARCH_MAINTAIN_BEHIND": "1"}
+    )
+    assert (settings.maintain_interval, settings.maintain_behind) == (0.5, 1)
+    assert Settings.from_env({"PGSEARCH_MAINTAIN_INTERVAL": "0"}).maintain_interval == 0
+    with pytest.raises(ConfigError, match="PGSEARCH_MAINTAIN_INTERVAL"):
+        Settings.from_env({"PGSEARCH_MAINTAIN_INTERVAL": "soon"})
+    with pytest.raises(ConfigError, match="PGSEARCH_MAINTAIN_BEHIND"):
+        Settings.from_env({"PGSEARCH_MAINTAIN_BEHIND": "many"})
+
+
 @pytest.mark.parametrize(
     ("var", "value"),
     [
@@ -88,6 +102,9 @@ def test_a_non_integer_names_the_variable_and_the_value(var: str, value: str) ->
         ("PGSEARCH_STATEMENT_TIMEOUT_MS", "-1", "statement_timeout_ms"),
         ("PGSEARCH_MAX_INDEXED_CHARS", "0", "max_indexed_chars"),
         ("PGSEARCH_MAX_INDEXED_CHARS", "-5", "max_indexed_chars"),
+        ("PGSEARCH_MAINTAIN_INTERVAL", "-1", "PGSEARCH_MAINTAIN_INTERVAL"),
+        ("PGSEARCH_MAINTAIN_INTERVAL", "100000", "PGSEARCH_MAINTAIN_INTERVAL"),
+        ("PGSEARCH_MAINTAIN_BEHIND", "0", "PGSEARCH_MAINTAIN_BEHIND"),
     ],
 )
 def test_out_of_range_values_are_rejected(var: str, value: str, words: str) -> None:
