@@ -596,8 +596,8 @@ def _lists_more(
     full: set[str],
     orphans: Mapping[str, FieldHit],
 ) -> Work[ListsRead]:
-    """Every match in the `full` sessions, with `more` the listed terms' chunks from
-    `chunks` on (and when the lists were built, again), and the entries the
+    """Every match in the `full` sessions; with `more`, the listed terms' chunks
+    from `chunks` on and, again, when the lists were built; and the entries the
     `orphans` are shown at: one trip."""
     ws = filters.workspace
     got = yield from fetch_named(
