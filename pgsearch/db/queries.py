@@ -910,7 +910,7 @@ _BY_COVERAGE: LiteralString = (
 def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString, dict[str, Any]]:
     """Messages matching the plan's tsquery within the filters, with the expanded
     terms' entries, ordered as the plan's strategy says, at most the plan's cap."""
-    sql = _CANDIDATE_COLUMNS + _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
+    where = _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
     params = _filter_params(filters)
     params.update(
         terms=list(plan.terms),
@@ -918,15 +918,29 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
         tsq=candidate_tsquery(plan),
         cap=plan.cap,
     )
+    order: LiteralString
     if plan.strategy == "any_unit_by_coverage":
-        sql += _BY_COVERAGE
+        order = _BY_COVERAGE
         params.update(
             unit_q=[tsquery_and(unit) for unit, _ in plan.coverage],
             unit_w=[weight for _, weight in plan.coverage],
         )
     elif plan.newest_first:
-        sql += " ORDER BY " + NEWEST_FIRST
-    return sql + " LIMIT %(cap)s", params
+        order = " ORDER BY " + NEWEST_FIRST
+    else:
+        return _CANDIDATE_COLUMNS + where + " LIMIT %(cap)s", params
+    # An order picks the cap's messages among more matches: the terms' entries are
+    # read from the chosen ones alone (a sort computes its rows' columns before it
+    # keeps the first ones, and these cost a pass over each document's entries).
+    # The outer scan keeps the inner order.
+    return (
+        _BOUNDED_COLUMNS + "FROM (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, "
+        "m.token_count, m.tsv, m.tool_name FROM messages m WHERE "
+        + where
+        + order
+        + " LIMIT %(cap)s) AS m",
+        params,
+    )
 
 
 # --- the bounded read of capped plans (`pgsearch.impact`) -----------------------------
