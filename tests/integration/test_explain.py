@@ -253,6 +253,7 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
         # Searches run their statements prepared with plans made once for any
         # parameters (`Driver._begin`): the plan of each for its values, and that one.
         conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         for number, (sql_text, (statement, params)) in enumerate(captured.items()):
             if sql_text.startswith("SELECT set_config"):
                 continue
