@@ -104,6 +104,16 @@ class BoundedPlan:
 BOUNDED_STRATEGIES = ("all_words_newest", "any_unit_by_coverage")
 
 
+def lists_due(*, built: bool, behind: int, rebuild_behind: int, build_new: bool = True) -> bool:
+    """Whether a workspace's term lists are to be (re)built, `behind` messages stored
+    since their build (or in all, when never built): lists built before once that
+    reaches `rebuild_behind`; none yet, with `build_new`, once a term can be frequent
+    enough to list (`MIN_DF`)."""
+    if built:
+        return behind >= rebuild_behind
+    return build_new and behind >= MIN_DF
+
+
 def bounded_plan(
     plan: CandidatePlan, state: ListsState | None, *, rare_limit: int
 ) -> BoundedPlan | None:

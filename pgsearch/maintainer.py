@@ -158,9 +158,12 @@ class Maintainer:
             self.rounds += 1
 
     def _due(self, lag: store.ListsLag) -> bool:
-        if lag.built_at is None:
-            return self.settings.impact_lists and lag.behind >= impact.MIN_DF
-        return lag.behind >= self.settings.maintain_behind
+        return impact.lists_due(
+            built=lag.built_at is not None,
+            behind=lag.behind,
+            rebuild_behind=self.settings.maintain_behind,
+            build_new=self.settings.impact_lists,
+        )
 
     async def run_round(self) -> Round:
         """Look at every workspace once and rebuild the lists of those behind."""

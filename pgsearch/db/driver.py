@@ -649,15 +649,11 @@ class _Query(PostgresQuery):
     __slots__ = ()
 
     def convert(self, query: Any, vars: Any) -> None:
-        if vars is None or _split_text is None:
+        # Composed SQL and statements without parameters: psycopg's own way.
+        if vars is None or _split_text is None or not isinstance(query, str | bytes):
             super().convert(query, vars)
             return
-        text = query if isinstance(query, bytes) else None
-        if text is None:
-            text = query.encode(self._tx.encoding) if isinstance(query, str) else None
-        if text is None:
-            super().convert(query, vars)
-            return
+        text = query.encode(self._tx.encoding) if isinstance(query, str) else query
         key = (text, self._tx.encoding)
         split = _SPLITS.get(key)
         if split is None:

@@ -1184,8 +1184,10 @@ class Store:
                 ws,
                 context="reading list lag",
             )
-            due = impact.MIN_DF if lag.built_at is None else impact.REBUILD_BEHIND
-            if lag.behind >= due:
+            built = lag.built_at is not None
+            if impact.lists_due(
+                built=built, behind=lag.behind, rebuild_behind=impact.REBUILD_BEHIND
+            ):
                 self.build_lists(ws)
                 rebuilt.append(ws)
         return rebuilt
