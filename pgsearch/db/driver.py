@@ -11,8 +11,8 @@ statements lives here and nowhere else:
   together, so the server reads them at once and answers them at once (psycopg's own
   pipeline flushes each statement apart, a wake-up of the server and of the client
   each); a statement seen before on the connection runs prepared (a search's with
-  a plan made once for any parameters, except on Citus); ``COPY`` outside the
-  pipeline;
+  a plan made once for any parameters, except on Citus, and made again once the
+  tables have grown a few times over since); ``COPY`` outside the pipeline;
 - driver errors wrapped as `StoreError` & co. (`wrap_errors`) and thrown into the work;
 - the one retry layer: a deadlock, serialization failure or recovery conflict reruns
   the whole unit from a fresh generator; a lost connection reruns it when ``COMMIT``
@@ -680,6 +680,21 @@ _Prepared = dict[tuple[bytes, tuple[int, ...]], bytes]
 PREPARE_AFTER = 1
 #: Statements prepared per connection at most (the rest run unprepared).
 MAX_PREPARED = 256
+#: A prepared statement's plan is made from the tables' sizes at the time, and kept: a
+#: plan made on nearly empty tables, where every index costs the same, can take one
+#: that does not narrow and turn a browse quadratic once the tables have grown (6,000
+#: messages: 4.6 s). A connection reads the sizes of the tables searches read at most
+#: every `SIZES_EVERY` seconds, and makes its plans again once they have grown past
+#: `REPLAN_GROWTH` times the sizes its plans were made at, plus `REPLAN_SLACK` bytes:
+#: a few times in a database's life.
+SIZES_EVERY = 1.0
+REPLAN_GROWTH = 2
+REPLAN_SLACK = 1 << 16
+_SIZES = (
+    b"SELECT coalesce(pg_relation_size(to_regclass('messages')), 0)"
+    b" + coalesce(pg_relation_size(to_regclass('vocabulary')), 0)"
+    b" + coalesce(pg_relation_size(to_regclass('sessions')), 0)"
+)
 
 
 @dataclass(slots=True)
@@ -690,6 +705,24 @@ class _Batching:
     seen: dict[tuple[bytes, tuple[int, ...]], int] = field(default_factory=dict)
     #: Names given so far (a batch that failed may still have prepared its own).
     named: int = 0
+    #: The tables' sizes (bytes) the prepared statements' plans were made at (-1:
+    #: not read yet), and when to read them next (`time.monotonic`).
+    planned_at: int = -1
+    sizes_due: float = 0.0
+    #: Prepared statements to deallocate at the start of the next batch.
+    closing: list[bytes] = field(default_factory=list)
+
+    def grown(self, size: int) -> None:
+        """Note the tables' sizes read now; past the growth, plan everything again."""
+        if self.planned_at < 0:
+            self.planned_at = size
+        elif size > REPLAN_GROWTH * self.planned_at + REPLAN_SLACK:
+            log.debug("tables grew from %d to %d bytes: planning again", self.planned_at, size)
+            self.planned_at = size
+            for key, name in self.prepared.items():
+                self.closing.append(name)
+                self.seen[key] = PREPARE_AFTER  # prepared again when next sent
+            self.prepared.clear()
 
 
 def _batch(
@@ -711,14 +744,23 @@ def _batch(
     tx = Transformer(conn)
     fresh: list[tuple[tuple[bytes, tuple[int, ...]], bytes]] = []
     preparings: list[bool] = []
+    # Between transactions only: plans dropped go first, the sizes are read last.
+    idle = prepare and pgconn.transaction_status == TransactionStatus.IDLE
+    closing: list[bytes] = []
+    sizes = False
+    if idle:
+        closing, state.closing = state.closing, []
+        sizes = time.monotonic() >= state.sizes_due
     pgconn.enter_pipeline_mode()
     try:
+        for old in closing:
+            pgconn.send_query_params(b"DEALLOCATE " + old, None)
         for s in statements:
             query = _Query(tx)
             query.convert(s.sql, s.params)
             key = (query.query, query.types)
             name = state.prepared.get(key)
-            if name is None and prepare and state.named < MAX_PREPARED:
+            if name is None and prepare and len(state.prepared) + len(fresh) < MAX_PREPARED:
                 seen = state.seen.get(key, 0)
                 if seen >= PREPARE_AFTER:
                     state.named += 1
@@ -743,6 +785,8 @@ def _batch(
                 pgconn.send_query_prepared(
                     name, query.params, param_formats=query.formats, result_format=pq.Format.TEXT
                 )
+        if sizes:
+            pgconn.send_query_params(_SIZES, None, result_format=pq.Format.TEXT)
         pgconn.pipeline_sync()
         yield from generators.send(pgconn)
         results: list[list[pq.abc.PGresult]] = []
@@ -768,8 +812,12 @@ def _batch(
     if error is not None:
         raise error
     state.prepared.update(fresh)
+    if sizes:
+        state.sizes_due = time.monotonic() + SIZES_EVERY
+        value = results.pop()[-1].get_value(0, 0)
+        state.grown(int(value) if value is not None else 0)
     # A statement prepared in this batch has its preparation's result first.
-    own = iter(results)
+    own = iter(results[len(closing) :])
     out: list[list[Any]] = []
     for s, preparing in zip(statements, preparings, strict=True):
         if preparing:

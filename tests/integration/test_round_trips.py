@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pgsearch import PgSearch, SessionQueryRequest, SessionQueryResult, Settings
+from pgsearch.db import driver
 from pgsearch.db.driver import UnitRecord
 from pgsearch.db.work import Statement, Step, Unit, Work
 from pgsearch.errors import StoreError
@@ -138,6 +139,55 @@ def test_a_step_runs_its_statements_prepared_from_their_second_time(corpus_dsn: 
         assert third[:2] == first[:2]
         # Prepared in the second batch, run prepared in the third.
         assert len(third[2]) >= 2, third
+
+
+def _prepared(pg: PgSearch) -> dict[str, str]:
+    listed = Statement(
+        "listed",
+        "SELECT name, statement FROM pg_prepared_statements"
+        " WHERE name LIKE 'pgsearch%%' AND statement NOT LIKE '%%pg_prepared_statements%%'",
+    )
+    (rows,) = pg._driver.run(_unit([listed]))
+    return dict(rows)
+
+
+def test_plans_made_on_small_tables_are_made_again_once_the_tables_have_grown(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prepared statement keeps the plan made at its first run, from the tables'
+    sizes then: made on a nearly empty database its plan can walk every message of a
+    workspace for each one (a browse over 6,000 messages took 4.6 s). A connection
+    reads the sizes and, once the tables have grown past `REPLAN_GROWTH` times what
+    its plans were made at, drops them all and prepares them again."""
+    monkeypatch.setattr(driver, "SIZES_EVERY", 0.0)  # read the sizes at every unit
+    browse = SessionQueryRequest(query="", per_session=True, limit=5)
+    with PgSearch.connect(dsn) as pg, PgSearch.connect(dsn) as writer:
+        pg._driver._pools["primary"].resize(1, 1)
+        pg.append(workspace=WS, session_id="s0", messages=[{"role": "user", "content": "cron"}])
+        for _ in range(2):  # unprepared, then prepared
+            pg.search(browse, workspace=WS)
+        small = _prepared(pg)
+        assert any("NOT EXISTS" in text for text in small.values()), small
+        # Grown by little: the plans stay.
+        writer.append(workspace=WS, session_id="s1", messages=[{"role": "user", "content": "x"}])
+        pg.search(browse, workspace=WS)
+        assert _prepared(pg) == small
+        # Grown many times over: every plan made at the small size is dropped, and the
+        # statements run again are prepared anew (other names, same texts).
+        for i in range(150):
+            writer.append(
+                workspace=WS,
+                session_id=f"s{i % 7}",
+                messages=[{"role": "user", "content": f"grown message {i} " * 20}] * 4,
+            )
+        pg.search(browse, workspace=WS)  # reads the sizes: the plans are dropped next
+        pg.search(browse, workspace=WS)  # drops them and prepares again
+        grown = _prepared(pg)
+        assert not set(small) & set(grown), (small, grown)
+        assert {t for t in small.values() if "NOT EXISTS" in t} <= set(grown.values())
+        # The same answers as a connection that planned at the grown size.
+        with PgSearch.connect(dsn) as fresh:
+            assert pg.search(browse, workspace=WS) == fresh.search(browse, workspace=WS)
 
 
 def test_an_error_in_a_step_raises_and_leaves_the_connection_usable(corpus_dsn: str) -> None:
