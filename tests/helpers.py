@@ -25,7 +25,8 @@ def write_jsonl(path: Path, messages: list[dict[str, Any]] | list[str]) -> Path:
 
 
 def assert_statistics_exact(dsn: str, workspace: str) -> None:
-    """Vocabulary df/sf, per-kind statistics and session counters equal a full recount."""
+    """Vocabulary df/sf, per-kind statistics and session counters equal a full recount,
+    and every session's first and last times bound those of its entries."""
     with psycopg.connect(dsn) as conn:
         stored_df = dict(
             conn.execute(
@@ -94,9 +95,12 @@ def assert_statistics_exact(dsn: str, workspace: str) -> None:
                FROM sessions s LEFT JOIN messages m
                  ON m.workspace_id = s.workspace_id AND m.session_id = s.session_id
                WHERE s.workspace_id = %s
-               GROUP BY s.session_id, s.message_count, s.next_seq
+               GROUP BY s.session_id, s.message_count, s.next_seq, s.created_at, s.updated_at
                HAVING s.message_count <> count(m.seq)
-                   OR s.next_seq < coalesce(max(m.seq) + 1, 0)""",
+                   OR s.next_seq < coalesce(max(m.seq) + 1, 0)
+                   -- A browse reads sessions by these bounds of their entries' times.
+                   OR (count(m.seq) > 0 AND NOT (s.created_at <= min(m.created_at)
+                                                 AND s.updated_at >= max(m.created_at)))""",
             (workspace,),
         ).fetchall()
         assert bad_sessions == []
