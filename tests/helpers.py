@@ -98,9 +98,11 @@ def assert_statistics_exact(dsn: str, workspace: str) -> None:
                GROUP BY s.session_id, s.message_count, s.next_seq, s.created_at, s.updated_at
                HAVING s.message_count <> count(m.seq)
                    OR s.next_seq < coalesce(max(m.seq) + 1, 0)
-                   -- A browse reads sessions by these bounds of their entries' times.
-                   OR (count(m.seq) > 0 AND NOT (s.created_at <= min(m.created_at)
-                                                 AND s.updated_at >= max(m.created_at)))""",
+                   -- A browse reads sessions by these bounds of their entries' times
+                   -- (missing ones are wrong too).
+                   OR (count(m.seq) > 0
+                       AND NOT coalesce(s.created_at <= min(m.created_at)
+                                        AND s.updated_at >= max(m.created_at), false))""",
             (workspace,),
         ).fetchall()
         assert bad_sessions == []
