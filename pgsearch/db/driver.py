@@ -680,20 +680,24 @@ _Prepared = dict[tuple[bytes, tuple[int, ...]], bytes]
 PREPARE_AFTER = 1
 #: Statements prepared per connection at most (the rest run unprepared).
 MAX_PREPARED = 256
-#: A prepared statement's plan is made from the tables' sizes at the time, and kept: a
+#: A prepared statement's plan is made from the tables' sizes at the time, and kept
+#: until their statistics change (autovacuum's ANALYZE, up to a minute after a load): a
 #: plan made on nearly empty tables, where every index costs the same, can take one
 #: that does not narrow and turn a browse quadratic once the tables have grown (6,000
-#: messages: 4.6 s). A connection reads the sizes of the tables searches read at most
-#: every `SIZES_EVERY` seconds, and makes its plans again once they have grown past
-#: `REPLAN_GROWTH` times the sizes its plans were made at, plus `REPLAN_SLACK` bytes:
-#: a few times in a database's life.
+#: messages: 4.6 s). A connection reads the rows the server counts in the tables
+#: searches read (its cumulative statistics: no lock on the tables, so a table locked
+#: by someone else holds up nothing that does not read it) at most every
+#: `SIZES_EVERY` seconds, and makes its plans again once they have grown past
+#: `REPLAN_GROWTH` times the rows its plans were made at, plus `REPLAN_SLACK`: a few
+#: times in a database's life. (A standby counts no rows: its plans are made again
+#: when the primary's ANALYZE reaches it.)
 SIZES_EVERY = 1.0
 REPLAN_GROWTH = 2
-REPLAN_SLACK = 1 << 16
+REPLAN_SLACK = 500
 _SIZES = (
-    b"SELECT coalesce(pg_relation_size(to_regclass('messages')), 0)"
-    b" + coalesce(pg_relation_size(to_regclass('vocabulary')), 0)"
-    b" + coalesce(pg_relation_size(to_regclass('sessions')), 0)"
+    b"SELECT coalesce(pg_stat_get_live_tuples(to_regclass('messages')), 0)"
+    b" + coalesce(pg_stat_get_live_tuples(to_regclass('vocabulary')), 0)"
+    b" + coalesce(pg_stat_get_live_tuples(to_regclass('sessions')), 0)"
 )
 
 
@@ -705,19 +709,19 @@ class _Batching:
     seen: dict[tuple[bytes, tuple[int, ...]], int] = field(default_factory=dict)
     #: Names given so far (a batch that failed may still have prepared its own).
     named: int = 0
-    #: The tables' sizes (bytes) the prepared statements' plans were made at (-1:
-    #: not read yet), and when to read them next (`time.monotonic`).
+    #: The tables' rows the prepared statements' plans were made at (-1: not read
+    #: yet), and when to read them next (`time.monotonic`).
     planned_at: int = -1
     sizes_due: float = 0.0
     #: Prepared statements to deallocate at the start of the next batch.
     closing: list[bytes] = field(default_factory=list)
 
     def grown(self, size: int) -> None:
-        """Note the tables' sizes read now; past the growth, plan everything again."""
+        """Note the tables' rows counted now; past the growth, plan everything again."""
         if self.planned_at < 0:
             self.planned_at = size
         elif size > REPLAN_GROWTH * self.planned_at + REPLAN_SLACK:
-            log.debug("tables grew from %d to %d bytes: planning again", self.planned_at, size)
+            log.debug("tables grew from %d to %d rows: planning again", self.planned_at, size)
             self.planned_at = size
             for key, name in self.prepared.items():
                 self.closing.append(name)
