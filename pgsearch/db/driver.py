@@ -742,7 +742,10 @@ def _batch(
     A statement already sent `PREPARE_AFTER` times on this connection is prepared
     (in the same batch) and runs prepared from then on; a preparation counts once the
     batch that made it succeeded. Without `prepare` (Citus, where a generic plan of a
-    prepared statement may fan out to every shard) nothing is prepared.
+    prepared statement may fan out to every shard) nothing is prepared. A batch that
+    starts between transactions first drops the statements `_Batching.grown` retired
+    and, at most every `SIZES_EVERY` seconds, reads the tables' rows last (`_SIZES`);
+    neither result is returned.
     """
     pgconn = conn.pgconn
     tx = Transformer(conn)
