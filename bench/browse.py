@@ -33,9 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from bench.speed import DEFAULT_SERVER, create_database, drop_database
 from pgsearch import PgSearch, SessionQueryRequest, StoreError, policy
 from pgsearch.db import queries
 from pgsearch.plan import Filters
@@ -47,24 +46,10 @@ WORDS = "deploy the build cache index token parse queue cron error file test".sp
 SHAPES = ((10, 600), (40, 2_000), (400, 40))
 
 
-def _dsn(server: str, dbname: str) -> str:
-    params = conninfo_to_dict(server)
-    params["dbname"] = dbname
-    return make_conninfo(**params)  # type: ignore[arg-type]
-
-
 def _fresh(server: str) -> str:
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(DB)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB)))
-    dsn = _dsn(server, DB)
+    dsn = create_database(server, DB)
     PgSearch.migrate(dsn)
     return dsn
-
-
-def _drop(server: str) -> None:
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(DB)))
 
 
 def _messages(rng: random.Random, start: datetime, n: int, first: int = 0) -> list[dict[str, Any]]:
@@ -195,10 +180,7 @@ def measure_growth(dsn: str, grow: int, steps: int) -> list[dict[str, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--server",
-        default=os.environ.get("PGSEARCH_BENCH_SERVER", "postgresql://127.0.0.1:5432/postgres"),
-    )
+    parser.add_argument("--server", default=os.environ.get("PGSEARCH_BENCH_SERVER", DEFAULT_SERVER))
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--grow", type=int, default=16_000, help="messages the growth ends at")
     parser.add_argument("--steps", type=int, default=8)
@@ -215,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         print("growth (48 searches after each step):")
         growth = measure_growth(_fresh(args.server), args.grow, args.steps)
     finally:
-        _drop(args.server)
+        drop_database(args.server, DB)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {"runs": args.runs, "shapes": shapes, "growth": growth}

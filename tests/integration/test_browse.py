@@ -168,7 +168,7 @@ def test_browsing_equals_the_reference(
     browse_dsn: str, scan: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if scan == "tiny":
-        # One session read below the cursor: pages end inexact, and the walk answers.
+        # One session read below the cursor: the sessions left answer the pages.
         monkeypatch.setattr(queries, "browse_scan", lambda limit: 1)
     entries = _entries(browse_dsn)
     assert len({e.session_id for e in entries}) == 40
