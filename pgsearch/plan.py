@@ -49,6 +49,7 @@ df, sf
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -418,6 +419,10 @@ class CandidatePlan:
     #: ``candidate_scan_limit`` (``any_unit`` strategies only): their messages are
     #: hits too, but only those the drivers also find are ranked.
     left_out: tuple[Unit, ...] = ()
+    #: ``all_words_newest`` only: entries of the scope a read may walk newest first,
+    #: testing each, before it reads the matches from the index instead (0: read
+    #: them from the index at once; `newest_walk`).
+    walk: int = 0
 
     @property
     def newest_first(self) -> bool:
@@ -440,6 +445,31 @@ class CandidatePlan:
         """The query words a unit stands for."""
         by_index = {g[0].group: w for w, g in zip(self.words, self.groups, strict=True)}
         return [by_index[g[0].group] for g in unit]
+
+
+#: A newest-first walk reads this many times the entries expected to hold the cap's
+#: matches before it gives up (`newest_walk`).
+WALK_MARGIN = 2
+
+
+def newest_walk(cap: int, dfs: Sequence[int], n_indexed: int) -> int:
+    """How many entries the newest `cap` messages holding words of these dfs may be
+    looked for in, newest first, before they are read from the index instead.
+
+    The newest matches are found two ways at a cost per entry read that is about
+    the same: walking the scope newest first and testing each entry (about
+    ``cap / share`` entries, where ``share`` is the share of entries that match), or
+    reading every match from the index and keeping the newest (``share * n``
+    entries). A walk is tried when its expected length, `WALK_MARGIN` times over,
+    is shorter than the matches. The words are taken as independent: when they are,
+    a read costs at most about ``sqrt(WALK_MARGIN * cap * n)`` entries whatever
+    their frequency; a walk that finds fewer than the cap adds its length (shorter
+    than the matches expected) to the index read after it. The result is the same
+    either way: every entry a walk leaves is older than every entry it kept."""
+    n = max(n_indexed, 1)
+    share = math.prod(min(df, n) / n for df in dfs)
+    walk = math.ceil(WALK_MARGIN * cap / share) if share > 0 else 0
+    return walk if walk < share * n else 0
 
 
 def plan_candidates(
@@ -476,6 +506,9 @@ def plan_candidates(
             strategy="all_words_newest" if newest else "all_words",
             drivers=(all_groups,),
             cap=cap,
+            walk=newest_walk(cap, [group_df(g) for g in all_groups], stats.n_indexed)
+            if newest
+            else 0,
             **common,
         )
     # Messages holding any selective unit, rarest first, as many as keep the scan

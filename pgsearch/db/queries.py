@@ -898,13 +898,73 @@ _CANDIDATE_COLUMNS: LiteralString = (
 #: order; the seq order is an incremental sort within one session's equal times.
 NEWEST_FIRST: LiteralString = "m.created_at DESC, m.session_id, m.seq DESC"
 
+
 # When more than the cap match, the cap keeps the documents that cover the most
-# IDF-weighted query units (``unit_q``/``unit_w``), newest first on ties.
-_BY_COVERAGE: LiteralString = (
-    " ORDER BY (SELECT coalesce(sum(u.w), 0) "
-    "FROM unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w) "
-    "WHERE m.tsv @@ u.q) DESC, " + NEWEST_FIRST
-)
+# IDF-weighted query units (``unit_q``/``unit_w``), newest first on ties. Each match's
+# query-term entries (``v``, what ``tfs`` is made of) are taken from its tsvector
+# once; every unit is tested on them (a unit's terms are query terms, so a document
+# holds the unit exactly when these entries do), with the units' tsqueries made
+# once per statement rather than once per match.
+def _coverage_sql(where: LiteralString) -> LiteralString:
+    return (
+        "WITH u AS MATERIALIZED (SELECT u.q, u.w FROM "
+        "unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w)) "
+        + _CANDIDATE_HEAD
+        + "m.v::text AS tfs, "
+        "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
+        "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
+        "FROM (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
+        "m.tsv, m.tool_name, f.v FROM messages m CROSS JOIN LATERAL (SELECT "
+        "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}') AS v OFFSET 0) f "
+        "WHERE " + where + " ORDER BY (SELECT coalesce(sum(u.w), 0) FROM u WHERE f.v @@ u.q) "
+        "DESC, " + NEWEST_FIRST + " LIMIT %(cap)s) AS m"
+    )
+
+
+#: The newest `cap` matches (``all_words_newest``): first from a walk of the scope's
+#: newest ``walk`` entries, each tested by a call (not the ``@@`` operator, so that
+#: the planner never reads the word's whole posting list for it); when the walk
+#: finds fewer, from every match the index gives, sorted (`plan.newest_walk`). The
+#: walk's matches are the newest of all when it finds `cap` of them: every entry
+#: it leaves is older. A sort picks the cap's messages among more matches, so the
+#: terms' entries are read from the chosen ones alone (a sort computes its rows'
+#: columns before it keeps the first ones, and these cost a pass over each
+#: document's entries).
+def _newest_sql(filters: Filters) -> LiteralString:
+    scope = _filter_sql(filters, "m")
+    where = scope + " AND m.tsv @@ %(tsq)s::tsquery"
+    columns: LiteralString = (
+        "m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, m.tsv, m.tool_name"
+    )
+    return (
+        "WITH w AS MATERIALIZED (SELECT "
+        + columns
+        + " FROM (SELECT "
+        + columns
+        + " FROM messages m WHERE "
+        + scope
+        + " ORDER BY "
+        + NEWEST_FIRST
+        + " LIMIT %(walk)s) AS m WHERE ts_match_vq(m.tsv, %(tsq)s::tsquery)"
+        " LIMIT %(cap)s), "
+        "picked AS (SELECT w.* FROM w WHERE (SELECT count(*) FROM w) >= %(cap)s "
+        "UNION ALL (SELECT "
+        + columns
+        + " FROM messages m WHERE "
+        + where
+        + " AND (SELECT count(*) FROM w) < %(cap)s ORDER BY "
+        + NEWEST_FIRST
+        + " LIMIT %(cap)s)) "
+        + _BOUNDED_COLUMNS
+        + "FROM picked AS m ORDER BY "
+        + NEWEST_FIRST
+    )
+
+
+def _walks(filters: Filters) -> bool:
+    """True when a newest-first walk of the scope reads only entries in scope: no
+    session (its entries are spread over the workspace's), role or tool filter."""
+    return filters.session_id is None and not filters.roles and filters.tool_name is None
 
 
 def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString, dict[str, Any]]:
@@ -918,29 +978,16 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
         tsq=candidate_tsquery(plan),
         cap=plan.cap,
     )
-    order: LiteralString
     if plan.strategy == "any_unit_by_coverage":
-        order = _BY_COVERAGE
         params.update(
             unit_q=[tsquery_and(unit) for unit, _ in plan.coverage],
             unit_w=[weight for _, weight in plan.coverage],
         )
-    elif plan.newest_first:
-        order = " ORDER BY " + NEWEST_FIRST
-    else:
-        return _CANDIDATE_COLUMNS + where + " LIMIT %(cap)s", params
-    # An order picks the cap's messages among more matches: the terms' entries are
-    # read from the chosen ones alone (a sort computes its rows' columns before it
-    # keeps the first ones, and these cost a pass over each document's entries).
-    # The outer scan keeps the inner order.
-    return (
-        _BOUNDED_COLUMNS + "FROM (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, "
-        "m.token_count, m.tsv, m.tool_name FROM messages m WHERE "
-        + where
-        + order
-        + " LIMIT %(cap)s) AS m",
-        params,
-    )
+        return _coverage_sql(where), params
+    if plan.newest_first:
+        params["walk"] = plan.walk if _walks(filters) else 0
+        return _newest_sql(filters), params
+    return _CANDIDATE_COLUMNS + where + " LIMIT %(cap)s", params
 
 
 # --- the bounded read of capped plans (`pgsearch.impact`) -----------------------------

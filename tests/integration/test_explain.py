@@ -14,6 +14,7 @@ import itertools
 import json
 import random
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -236,6 +237,7 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert any("%(unit_q)s" in text for text in captured), "coverage-ordered path not run"
     assert any("DISTINCT ON (c.session_id)" in text for text in captured), "per-session spread"
     assert any("ORDER BY m.created_at DESC" in text for text in captured)
+    assert any("LIMIT %(walk)s" in text for text in captured), "newest-first walk not read"
     assert any("term_list_heads" in text for text in captured), "list heads not read"
     assert any("term_lists l" in text for text in captured), "bounded candidates not read"
     assert any("n.ingest_seq >" in text for text in captured), "tail not read"
@@ -572,3 +574,82 @@ def test_maintainer_statements_use_an_index(big_dsn: str) -> None:
                 if _seq_scans(plan[0]):
                     bad.append(f"{s.name} {_seq_scans(plan[0])}: {s.text[:200]}")
     assert bad == []
+
+
+def _newest_plan(dsn: str, query: str, **filters: Any) -> Any:
+    with PgSearch.connect(dsn) as pg:
+        result = pg.provider(workspace="ws-a").explain(SessionQueryRequest(query=query, **filters))
+    assert result.trace is not None and result.trace.plan is not None
+    plan = result.trace.plan
+    assert plan.newest_first, (query, plan.strategy)
+    return plan
+
+
+@pytest.mark.parametrize(
+    ("query", "filters"),
+    [
+        ("the", {}),
+        ("the and of", {}),
+        ("error", {}),
+        ("the", {"since": T0 + timedelta(days=2), "until": T0 + timedelta(days=5)}),
+        ("the", {"kinds": ("tool_error", "summary")}),
+        ("the", {"roles": ("user",)}),
+    ],
+)
+def test_a_newest_first_walk_reads_the_same_candidates(
+    big_dsn: str, query: str, filters: dict[str, Any]
+) -> None:
+    """The newest-first read (`queries.candidates_sql`, ``all_words_newest``) finds the
+    same newest `cap` matches whether it walks the scope newest first or reads every
+    match from the index: with the walk the plan chose, none, one entry, just too few
+    and many entries; and a walk long enough to find them reads no match from the
+    index."""
+    from pgsearch.db import queries as q
+    from pgsearch.plan import Filters
+
+    plan = _newest_plan(big_dsn, query, **filters)
+    scope = Filters(
+        workspace="ws-a",
+        kinds=tuple(
+            filters.get("kinds", ("user_text", "assistant_text", "tool_input", "tool_error"))
+        ),
+        roles=tuple(filters.get("roles", ())),
+        since=filters.get("since"),
+        until=filters.get("until"),
+    )
+    answers = {}
+    with psycopg.connect(big_dsn) as conn:
+        for walk in (plan.walk, 0, 1, plan.cap - 1, 10 * plan.cap, 1_000_000):
+            sql_text, params = q.candidates_sql(scope, replace(plan, walk=walk))
+            rows = conn.execute(sql_text, params).fetchall()  # type: ignore[call-overload]
+            answers[walk] = rows
+        sql_text, params = q.candidates_sql(scope, replace(plan, walk=1_000_000))
+        (doc,) = conn.execute(  # type: ignore[call-overload]
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + sql_text, params
+        ).fetchone()
+    reference = answers[0]
+    assert reference
+    assert all(rows == reference for rows in answers.values())
+    keys = [(r[4], r[0], r[1]) for r in reference]
+    assert keys == sorted(keys, key=lambda k: (-k[0].timestamp(), k[1], -k[2]))
+    if not filters and query == "the":
+        assert len(reference) == plan.cap
+        assert 0 < plan.walk < 1_000_000, "the plan walks for a word this common"
+    if len(reference) == plan.cap and not scope.roles:
+        # A role filter never walks (`queries._walks`): its entries may be few.
+        index_reads = _node_loops(doc, "messages_tsv_idx")
+        assert not any(index_reads), "a walk that found the cap's matches read the index too"
+
+
+def _node_loops(plan: Any, index: str) -> list[int]:
+    """How many times each plan node reading `index` ran."""
+    found = []
+    if isinstance(plan, dict):
+        if plan.get("Index Name") == index:
+            found.append(int(plan.get("Actual Loops", 0)))
+        for value in plan.values():
+            found.extend(_node_loops(value, index))
+    elif isinstance(plan, list):
+        for item in plan:
+            found.extend(_node_loops(item, index))
+    return found

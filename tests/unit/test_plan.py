@@ -13,12 +13,14 @@ from pgsearch.errors import InvalidQuery
 from pgsearch.plan import (
     STOP_MIN_DF,
     TRUSTED_DF,
+    WALK_MARGIN,
     CandidatePlan,
     Filters,
     ParsedQuery,
     SearchTrace,
     choose_expansions,
     fuzzy_targets,
+    newest_walk,
     parse_query,
     plan_candidates,
     plan_fields,
@@ -470,3 +472,32 @@ def test_neighbours_are_read_for_words_below_the_realword_df() -> None:
     exact = [row(query, "recieve", "recieve", 4), row(query, "configuration", "configuration", 90)]
     assert fuzzy_targets(lookup, exact) == (0,)
     assert fuzzy_targets(vocabulary_lookup(query), exact) == ()
+
+
+@given(
+    cap=st.integers(1, 1000),
+    n=st.integers(1, 10_000_000),
+    dfs=st.lists(st.integers(0, 10_000_000), min_size=1, max_size=4),
+)
+def test_a_newest_first_read_walks_only_when_shorter_than_the_matches(
+    cap: int, n: int, dfs: list[int]
+) -> None:
+    """`newest_walk` walks when the walk it expects (margin included) is shorter than
+    the matches it expects, so that a read costs at most about sqrt(margin cap n)."""
+    walk = newest_walk(cap, dfs, n)
+    share = 1.0
+    for df in dfs:
+        share *= min(df, n) / n
+    expected = share * n
+    if walk:
+        assert walk < expected
+        assert walk >= WALK_MARGIN * cap / share - 1
+        assert min(walk, expected) <= (WALK_MARGIN * cap * n) ** 0.5 + 1
+    else:
+        assert share == 0 or WALK_MARGIN * cap / share >= expected - 1
+
+
+def test_a_common_word_walks_and_a_middling_one_reads_the_index() -> None:
+    assert newest_walk(250, [30_000], 125_000) == 2 * 250 * 125_000 // 30_000 + 1
+    assert newest_walk(1000, [3_500], 125_000) == 0
+    assert newest_walk(250, [0], 125_000) == 0
