@@ -1199,14 +1199,19 @@ def session_spread_sql(
     tsquery (in index order), newest first, at most the plan's cap, with the same
     columns as `candidates_sql`: when more messages match than the cap, one best hit
     per session then covers the sessions of many more matches than the cap."""
+    # Sessions are told apart byte by byte (their order here is only a grouping,
+    # and equal ids are equal in any collation), and the terms' entries are read
+    # from the cap's rows alone, as in `candidates_sql`.
     sql = (
-        _CANDIDATE_COLUMNS + "m.workspace_id = %(ws)s AND (m.session_id, m.seq) IN ("
-        "SELECT DISTINCT ON (c.session_id) c.session_id, c.seq FROM ("
+        _BOUNDED_COLUMNS + "FROM (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, "
+        "m.token_count, m.tsv, m.tool_name FROM messages m "
+        "WHERE m.workspace_id = %(ws)s AND (m.session_id, m.seq) IN ("
+        'SELECT DISTINCT ON (c.session_id COLLATE "C") c.session_id, c.seq FROM ('
         "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
         + _filter_sql(filters, "m")
         + " AND m.tsv @@ %(tsq)s::tsquery LIMIT %(scan)s) c "
-        "ORDER BY c.session_id, c.created_at DESC, c.seq DESC) "
-        "ORDER BY " + NEWEST_FIRST + " LIMIT %(cap)s"
+        'ORDER BY c.session_id COLLATE "C", c.created_at DESC, c.seq DESC) '
+        "ORDER BY " + NEWEST_FIRST + " LIMIT %(cap)s) AS m"
     )
     params = _filter_params(filters)
     params.update(
