@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench import generate, load, oracle, speed
+from bench import generate, load, oracle, scale, speed
 from pgsearch import PgSearch
 from pgsearch.db import reads
 
@@ -101,3 +101,32 @@ def test_oracle_harness_certifies_and_keeps_the_earlier_definition(
     # Every result the engine certifies is the rules oracle's.
     assert all(t.wrong_exact == 0 for t in rules.values())
     assert "| exact |" in oracle.render(rules)
+
+
+def test_scale_harness_grows_the_same_workspaces(dsn: str, tmp_path: Path) -> None:
+    opts = scale.Options(
+        stages=(600, 1400),
+        probe_messages=200,
+        filler_workspaces=4,
+        queries_per_class=3,
+        passes=1,
+        jobs=1,
+        dsn=dsn,
+        corpora=tmp_path / "corpora",
+        json_path=tmp_path / "scale.json",
+        quiet=True,
+    )
+    results = scale.run(opts)
+    first, second = results["stages"]
+    assert first["ingest"]["errors"] == 0 and second["ingest"]["errors"] == 0
+    # The second filler corpus names the same workspaces and session ids as the
+    # first; its sessions go in as new ones, not refused as another file's.
+    assert first["database"]["messages"] == 600 and second["database"]["messages"] == 1400
+    assert first["database"]["workspaces"] == second["database"]["workspaces"] == 5
+    assert second["database"]["sessions"] > first["database"]["sessions"]
+    assert first["probe_messages"] == second["probe_messages"] == 200
+    assert {"exact", "browse"} <= set(second["search"]) and "all" in results["ratios"]
+    assert second["messages_seq_scans_during_search"] == 0
+    written = json.loads((tmp_path / "scale.json").read_text(encoding="utf-8"))
+    assert len(written["stages"]) == 2
+    assert "| exact |" in scale.render(results)
