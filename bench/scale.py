@@ -1,6 +1,6 @@
 """The same workspace in a growing database: does its search time stay put?
 
-    python -m bench.scale                      # 1M, 2M, 3.5M and 5M messages, see bench/README.md
+    python -m bench.scale                      # 1M, 2M, 3.5M and 5M messages: 22 minutes here
     python -m bench.scale --stages 20k,60k --probe-messages 2000   # a quick check, a minute
 
 1. A probe corpus of `bench.generate` (``--probe-messages`` in one workspace, its own
@@ -118,6 +118,15 @@ class Options:
 
     def label(self) -> str:
         return ",".join(Config(messages=n).label() for n in self.stages)
+
+
+def shown(path: Path) -> str:
+    """`path` relative to the repository when it lies inside it (results name no host)."""
+    root = RESULTS.parent.parent
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 def say(opts: Options, text: str) -> None:
@@ -267,7 +276,7 @@ def stage(
     files = stage_files(opts, i, filler, probe)
     adding = sum(f[2] for f in files)
     say(opts, f"stage {i + 1}: ingesting {adding:,} messages ({len(files):,} files) ...")
-    out: dict[str, Any] = {"target": total, "filler": str(filler)}
+    out: dict[str, Any] = {"target": total, "filler": shown(filler)}
     out["ingest"] = ingest_phase(dsn, files, opts.jobs)
     say(opts, f"  ingest: {out['ingest']}")
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -316,7 +325,7 @@ def run(opts: Options) -> dict[str, Any]:
     probe, manifest, queries = probe_corpus(opts)
     results["probe"] = {
         "workspace": PROBE,
-        "corpus": str(probe),
+        "corpus": shown(probe),
         "config": manifest["config"],
         "messages": manifest["stats"]["messages"],
         "sessions": manifest["stats"]["sessions"],
