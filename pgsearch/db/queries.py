@@ -921,15 +921,15 @@ def _coverage_sql(where: LiteralString) -> LiteralString:
     )
 
 
-#: The newest `cap` matches (``all_words_newest``): first from a walk of the scope's
-#: newest ``walk`` entries, each tested by a call (not the ``@@`` operator, so that
-#: the planner never reads the word's whole posting list for it); when the walk
-#: finds fewer, from every match the index gives, sorted (`plan.newest_walk`). The
-#: walk's matches are the newest of all when it finds `cap` of them: every entry
-#: it leaves is older. A sort picks the cap's messages among more matches, so the
-#: terms' entries are read from the chosen ones alone (a sort computes its rows'
-#: columns before it keeps the first ones, and these cost a pass over each
-#: document's entries).
+#: The newest `cap` matches (``all_words_newest``) when the plan walks: first from a
+#: walk of the scope's newest ``walk`` entries, each tested by a call (not the ``@@``
+#: operator, so that the planner never reads the word's whole posting list for it);
+#: when the walk finds fewer, from every match the index gives, sorted
+#: (`plan.newest_walk`). The walk's matches are the newest of all when it finds `cap`
+#: of them: every entry it leaves is older. A sort picks the cap's messages among
+#: more matches, so the terms' entries are read from the chosen ones alone (a sort
+#: computes its rows' columns before it keeps the first ones, and these cost a pass
+#: over each document's entries).
 def _newest_sql(filters: Filters) -> LiteralString:
     scope = _filter_sql(filters, "m")
     where = scope + " AND m.tsv @@ %(tsq)s::tsquery"
@@ -985,8 +985,21 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
         )
         return _coverage_sql(where), params
     if plan.newest_first:
-        params["walk"] = plan.walk if _walks(filters) else 0
-        return _newest_sql(filters), params
+        walk = plan.walk if _walks(filters) else 0
+        if walk:
+            params["walk"] = walk
+            return _newest_sql(filters), params
+        # Every match from the index, the newest kept; the terms' entries are read
+        # from the cap's rows alone.
+        return (
+            _BOUNDED_COLUMNS + "FROM (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, "
+            "m.token_count, m.tsv, m.tool_name FROM messages m WHERE "
+            + where
+            + " ORDER BY "
+            + NEWEST_FIRST
+            + " LIMIT %(cap)s) AS m",
+            params,
+        )
     return _CANDIDATE_COLUMNS + where + " LIMIT %(cap)s", params
 
 

@@ -235,7 +235,8 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert _messages_seq_scans(big_dsn) == before, "a search ran a sequential scan of messages"
     assert len(captured) >= 20
     assert any("%(unit_q)s" in text for text in captured), "coverage-ordered path not run"
-    assert any("DISTINCT ON (c.session_id COLLATE" in text for text in captured), "per-session spread"
+    spread = "DISTINCT ON (c.session_id COLLATE"
+    assert any(spread in text for text in captured), "per-session spread"
     assert any("ORDER BY m.created_at DESC" in text for text in captured)
     assert any("LIMIT %(walk)s" in text for text in captured), "newest-first walk not read"
     assert any("term_list_heads" in text for text in captured), "list heads not read"
