@@ -749,6 +749,13 @@ class SearchTrace:
         lines = [f"plan: {plan.strategy}, at most {plan.cap} candidates"]
         drivers = " | ".join(f"({' '.join(plan.unit_words(u))})" for u in plan.drivers)
         lines.append(f"  drivers: {drivers} (df at most {plan.driver_df})")
+        if plan.newest_first:
+            lines.append(
+                f"  newest matches: a walk of at most {plan.walk} entries, then the index"
+                " (no walk in one session or with a role or tool filter)"
+                if plan.walk
+                else "  newest matches: from the index (a walk would read more)"
+            )
         for unit, weight in plan.coverage:
             lines.append(f"  coverage: ({' '.join(plan.unit_words(unit))}) weight {weight:.3f}")
         for word, group in zip(plan.words, plan.groups, strict=True):
@@ -788,6 +795,7 @@ class SearchTrace:
             data.update(
                 strategy=plan.strategy,
                 cap=plan.cap,
+                walk=plan.walk,
                 drivers=[plan.unit_words(u) for u in plan.drivers],
                 driver_df=plan.driver_df,
                 coverage=[[plan.unit_words(u), w] for u, w in plan.coverage],
