@@ -452,7 +452,7 @@ class CandidatePlan:
 WALK_MARGIN = 2
 
 
-def newest_walk(cap: int, dfs: Sequence[int], n_indexed: int) -> int:
+def newest_walk(cap: int, dfs: Sequence[int], n_indexed: int, scope_share: float = 1.0) -> int:
     """How many entries the newest `cap` messages holding words of these dfs may be
     looked for in, newest first, before they are read from the index instead.
 
@@ -460,16 +460,20 @@ def newest_walk(cap: int, dfs: Sequence[int], n_indexed: int) -> int:
     the same: walking the scope newest first and testing each entry (about
     ``cap / share`` entries, where ``share`` is the share of entries that match), or
     reading every match from the index and keeping the newest (``share * n``
-    entries). A walk is tried when its expected length, `WALK_MARGIN` times over,
-    is shorter than the matches. The words are taken as independent: when they are,
+    entries). A walk passes the entries of other kinds too: it reads
+    ``1 / scope_share`` entries for each one in scope. A walk is tried when what it
+    is expected to read, `WALK_MARGIN` times over, is less than the matches. The
+    words are taken as independent: when they are, with every kind in scope,
     a read costs at most about ``sqrt(WALK_MARGIN * cap * n)`` entries whatever
     their frequency; a walk that finds fewer than the cap adds its length (shorter
     than the matches expected) to the index read after it. The result is the same
     either way: every entry a walk leaves is older than every entry it kept."""
     n = max(n_indexed, 1)
     share = math.prod(min(df, n) / n for df in dfs)
-    walk = math.ceil(WALK_MARGIN * cap / share) if share > 0 else 0
-    return walk if walk < share * n else 0
+    if share <= 0 or scope_share <= 0:
+        return 0
+    walk = math.ceil(WALK_MARGIN * cap / share)
+    return walk if walk / min(scope_share, 1.0) < share * n else 0
 
 
 def plan_candidates(
@@ -506,7 +510,12 @@ def plan_candidates(
             strategy="all_words_newest" if newest else "all_words",
             drivers=(all_groups,),
             cap=cap,
-            walk=newest_walk(cap, [group_df(g) for g in all_groups], stats.n_indexed)
+            walk=newest_walk(
+                cap,
+                [group_df(g) for g in all_groups],
+                stats.n_indexed,
+                stats.in_scope / stats.n_messages if stats.n_messages else 1.0,
+            )
             if newest
             else 0,
             **common,

@@ -69,6 +69,8 @@ class SearchStats:
     #: Sessions with an indexed title or summary, and those fields' summed length.
     n_fields: int
     fields_len: int
+    #: Stored entries of every kind (what a walk of the workspace's entries passes).
+    n_messages: int = 0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

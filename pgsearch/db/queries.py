@@ -720,7 +720,8 @@ SELECT coalesce(sum(n_indexed) FILTER (WHERE kind <> %(fields)s), 0),
        coalesce(sum(total_len) FILTER (WHERE kind <> %(fields)s), 0),
        coalesce(sum(n_messages) FILTER (WHERE kind = ANY(%(kinds)s::text[])), 0),
        coalesce(sum(n_indexed) FILTER (WHERE kind = %(fields)s), 0),
-       coalesce(sum(total_len) FILTER (WHERE kind = %(fields)s), 0)
+       coalesce(sum(total_len) FILTER (WHERE kind = %(fields)s), 0),
+       coalesce(sum(n_messages) FILTER (WHERE kind <> %(fields)s), 0)
 FROM workspace_stats WHERE workspace_id = %(ws)s
 """
 

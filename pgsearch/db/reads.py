@@ -71,13 +71,14 @@ def parse_tf(text: str | None) -> dict[str, int]:
 
 
 def _search_stats(row: Sequence[Any]) -> SearchStats:
-    n_indexed, total_len, in_scope, n_fields, fields_len = (int(v) for v in row)
+    n_indexed, total_len, in_scope, n_fields, fields_len, n_messages = (int(v) for v in row)
     return SearchStats(
         n_indexed=n_indexed,
         total_len=total_len,
         in_scope=in_scope,
         n_fields=n_fields,
         fields_len=fields_len,
+        n_messages=n_messages,
     )
 
 

@@ -478,29 +478,34 @@ def test_neighbours_are_read_for_words_below_the_realword_df() -> None:
     cap=st.integers(1, 1000),
     n=st.integers(1, 10_000_000),
     dfs=st.lists(st.integers(0, 10_000_000), min_size=1, max_size=4),
+    scope=st.floats(0.01, 1.0),
 )
 def test_a_newest_first_read_walks_only_when_shorter_than_the_matches(
-    cap: int, n: int, dfs: list[int]
+    cap: int, n: int, dfs: list[int], scope: float
 ) -> None:
-    """`newest_walk` walks when the walk it expects (margin included) is shorter than
-    the matches it expects, so that a read costs at most about sqrt(margin cap n)."""
-    walk = newest_walk(cap, dfs, n)
+    """`newest_walk` walks when what the walk is expected to read (margin included,
+    entries of other kinds passed too) is less than the matches it expects, so that
+    with every kind in scope a read costs at most about sqrt(margin cap n)."""
+    walk = newest_walk(cap, dfs, n, scope)
     share = 1.0
     for df in dfs:
         share *= min(df, n) / n
     expected = share * n
     if walk:
-        assert walk < expected
+        assert walk / scope < expected
         assert walk >= WALK_MARGIN * cap / share - 1
-        assert min(walk, expected) <= (WALK_MARGIN * cap * n) ** 0.5 + 1
+        assert min(walk / scope, expected) <= (WALK_MARGIN * cap * n / scope) ** 0.5 + 1
     else:
-        assert share == 0 or WALK_MARGIN * cap / share >= expected - 1
+        assert share == 0 or WALK_MARGIN * cap / share / scope >= expected - 1
+    assert newest_walk(cap, dfs, n, scope) <= newest_walk(cap, dfs, n) or not walk
 
 
 def test_a_common_word_walks_and_a_middling_one_reads_the_index() -> None:
     assert newest_walk(250, [30_000], 125_000) == 2 * 250 * 125_000 // 30_000 + 1
     assert newest_walk(1000, [3_500], 125_000) == 0
     assert newest_walk(250, [0], 125_000) == 0
+    # Tool errors alone, 4 % of the entries: a walk would pass 25 entries for each.
+    assert newest_walk(250, [30_000], 125_000, 0.04) == 0
 
 
 def test_the_trace_says_how_the_newest_matches_are_read() -> None:
