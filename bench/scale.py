@@ -238,23 +238,13 @@ def searches(opts: Options, dsn: str, queries: list[dict[str, Any]]) -> dict[str
     pooled: dict[str, ClassResult] = {}
     for p in passes:
         for c, r in p.items():
-            acc = pooled.setdefault(c, ClassResult())
-            acc.ms += r.ms
-            acc.hit_msg += r.hit_msg
-            acc.hit_session += r.hit_session
-            acc.capped += r.capped
-            acc.empty += r.empty
+            pooled.setdefault(c, ClassResult()).absorb(r)
     out["search"] = {c: r.report(recall=c in RECALL_CLASSES) for c, r in pooled.items()}
     out["search_overall"] = summary([ms for r in pooled.values() for ms in r.ms])
     out["passes"] = [
         {
-            **{
-                c: {"p50_ms": summary(r.ms)["p50_ms"], "p99_ms": summary(r.ms)["p99_ms"]}
-                for c, r in p.items()
-            },
-            "all": {
-                k: summary([ms for r in p.values() for ms in r.ms])[k] for k in ("p50_ms", "p99_ms")
-            },
+            **{c: _p50_p99(r.ms) for c, r in p.items()},
+            "all": _p50_p99([ms for r in p.values() for ms in r.ms]),
         }
         for p in passes
     ]
@@ -262,6 +252,11 @@ def searches(opts: Options, dsn: str, queries: list[dict[str, Any]]) -> dict[str
         "messages.seq_scan", 0
     )
     return out
+
+
+def _p50_p99(ms: list[float]) -> dict[str, float]:
+    figures = summary(ms)
+    return {"p50_ms": figures["p50_ms"], "p99_ms": figures["p99_ms"]}
 
 
 def stage(

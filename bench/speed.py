@@ -322,6 +322,16 @@ class ClassResult:
     timeouts: int = 0
     errors: int = 0
 
+    def absorb(self, other: ClassResult) -> None:
+        """Add `other`'s searches to these (passes pooled into one figure)."""
+        self.ms += other.ms
+        self.hit_msg += other.hit_msg
+        self.hit_session += other.hit_session
+        self.capped += other.capped
+        self.empty += other.empty
+        self.timeouts += other.timeouts
+        self.errors += other.errors
+
     def report(self, *, recall: bool) -> dict[str, Any]:
         out: dict[str, Any] = summary(self.ms)
         if recall and self.hit_msg:

@@ -900,6 +900,14 @@ _CANDIDATE_COLUMNS: LiteralString = (
 NEWEST_FIRST: LiteralString = "m.created_at DESC, m.session_id, m.seq DESC"
 
 
+#: The columns a capped read picks its rows by, before it reads the query terms'
+#: entries of the rows it kept (`_BOUNDED_COLUMNS`): a sort computes its rows' columns
+#: before it keeps the first ones, and the entries cost a pass over each document's.
+_PICKED: LiteralString = (
+    "m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, m.tsv, m.tool_name"
+)
+
+
 # When more than the cap match, the cap keeps the documents that cover the most
 # IDF-weighted query units (``unit_q``/``unit_w``), newest first on ties. Each match's
 # query-term entries (``v``, what ``tfs`` is made of) are taken from its tsvector
@@ -914,11 +922,23 @@ def _coverage_sql(where: LiteralString) -> LiteralString:
         + "m.v::text AS tfs, "
         "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
         "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
-        "FROM (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
-        "m.tsv, m.tool_name, f.v FROM messages m CROSS JOIN LATERAL (SELECT "
+        "FROM (SELECT " + _PICKED + ", f.v FROM messages m CROSS JOIN LATERAL (SELECT "
         "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}') AS v OFFSET 0) f "
         "WHERE " + where + " ORDER BY (SELECT coalesce(sum(u.w), 0) FROM u WHERE f.v @@ u.q) "
         "DESC, " + NEWEST_FIRST + " LIMIT %(cap)s) AS m"
+    )
+
+
+def _newest_picked(where: LiteralString) -> LiteralString:
+    """The newest `cap` rows of ``messages m`` under `where`, `_PICKED` columns."""
+    return (
+        "SELECT "
+        + _PICKED
+        + " FROM messages m WHERE "
+        + where
+        + " ORDER BY "
+        + NEWEST_FIRST
+        + " LIMIT %(cap)s"
     )
 
 
@@ -927,21 +947,13 @@ def _coverage_sql(where: LiteralString) -> LiteralString:
 #: operator, so that the planner never reads the word's whole posting list for it);
 #: when the walk finds fewer, from every match the index gives, sorted
 #: (`plan.newest_walk`). The walk's matches are the newest of all when it finds `cap`
-#: of them: every entry it leaves is older. A sort picks the cap's messages among
-#: more matches, so the terms' entries are read from the chosen ones alone (a sort
-#: computes its rows' columns before it keeps the first ones, and these cost a pass
-#: over each document's entries).
-def _newest_sql(filters: Filters) -> LiteralString:
-    scope = _filter_sql(filters, "m")
-    where = scope + " AND m.tsv @@ %(tsq)s::tsquery"
-    columns: LiteralString = (
-        "m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, m.tsv, m.tool_name"
-    )
+#: of them: every entry it leaves is older.
+def _newest_sql(scope: LiteralString, where: LiteralString) -> LiteralString:
     return (
         "WITH w AS MATERIALIZED (SELECT "
-        + columns
+        + _PICKED
         + " FROM (SELECT "
-        + columns
+        + _PICKED
         + " FROM messages m WHERE "
         + scope
         + " ORDER BY "
@@ -949,13 +961,9 @@ def _newest_sql(filters: Filters) -> LiteralString:
         + " LIMIT %(walk)s) AS m WHERE ts_match_vq(m.tsv, %(tsq)s::tsquery)"
         " LIMIT %(cap)s), "
         "picked AS (SELECT w.* FROM w WHERE (SELECT count(*) FROM w) >= %(cap)s "
-        "UNION ALL (SELECT "
-        + columns
-        + " FROM messages m WHERE "
-        + where
-        + " AND (SELECT count(*) FROM w) < %(cap)s ORDER BY "
-        + NEWEST_FIRST
-        + " LIMIT %(cap)s)) "
+        "UNION ALL ("
+        + _newest_picked(where + " AND (SELECT count(*) FROM w) < %(cap)s")
+        + ")) "
         + _BOUNDED_COLUMNS
         + "FROM picked AS m ORDER BY "
         + NEWEST_FIRST
@@ -971,7 +979,8 @@ def _walks(filters: Filters) -> bool:
 def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString, dict[str, Any]]:
     """Messages matching the plan's tsquery within the filters, with the expanded
     terms' entries, ordered as the plan's strategy says, at most the plan's cap."""
-    where = _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
+    scope = _filter_sql(filters, "m")
+    where = scope + " AND m.tsv @@ %(tsq)s::tsquery"
     params = _filter_params(filters)
     params.update(
         terms=list(plan.terms),
@@ -989,18 +998,9 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
         walk = plan.walk if _walks(filters) else 0
         if walk:
             params["walk"] = walk
-            return _newest_sql(filters), params
-        # Every match from the index, the newest kept; the terms' entries are read
-        # from the cap's rows alone.
-        return (
-            _BOUNDED_COLUMNS + "FROM (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, "
-            "m.token_count, m.tsv, m.tool_name FROM messages m WHERE "
-            + where
-            + " ORDER BY "
-            + NEWEST_FIRST
-            + " LIMIT %(cap)s) AS m",
-            params,
-        )
+            return _newest_sql(scope, where), params
+        # Every match from the index, the newest kept.
+        return _BOUNDED_COLUMNS + "FROM (" + _newest_picked(where) + ") AS m", params
     return _CANDIDATE_COLUMNS + where + " LIMIT %(cap)s", params
 
 
@@ -1214,19 +1214,16 @@ def session_spread_sql(
     columns as `candidates_sql`: when more messages match than the cap, one best hit
     per session then covers the sessions of many more matches than the cap."""
     # Sessions are told apart byte by byte (their order here is only a grouping,
-    # and equal ids are equal in any collation), and the terms' entries are read
-    # from the cap's rows alone, as in `candidates_sql`.
-    sql = (
-        _BOUNDED_COLUMNS + "FROM (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, "
-        "m.token_count, m.tsv, m.tool_name FROM messages m "
-        "WHERE m.workspace_id = %(ws)s AND (m.session_id, m.seq) IN ("
+    # and equal ids are equal in any collation).
+    each_newest: LiteralString = (
+        "m.workspace_id = %(ws)s AND (m.session_id, m.seq) IN ("
         'SELECT DISTINCT ON (c.session_id COLLATE "C") c.session_id, c.seq FROM ('
         "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
         + _filter_sql(filters, "m")
         + " AND m.tsv @@ %(tsq)s::tsquery LIMIT %(scan)s) c "
-        'ORDER BY c.session_id COLLATE "C", c.created_at DESC, c.seq DESC) '
-        "ORDER BY " + NEWEST_FIRST + " LIMIT %(cap)s) AS m"
+        'ORDER BY c.session_id COLLATE "C", c.created_at DESC, c.seq DESC)'
     )
+    sql = _BOUNDED_COLUMNS + "FROM (" + _newest_picked(each_newest) + ") AS m"
     params = _filter_params(filters)
     params.update(
         terms=list(plan.terms),

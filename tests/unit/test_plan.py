@@ -509,24 +509,17 @@ def test_a_common_word_walks_and_a_middling_one_reads_the_index() -> None:
 
 
 def test_the_trace_says_how_the_newest_matches_are_read() -> None:
-    query = parse("the")
-    common = plan_candidates(
-        query,
-        choose_expansions(query, [row(query, "the", "the", 9_000)], max_expansions=8),
-        stats(),
-        SETTINGS,
-    )
+    def one_word(word: str, df: int) -> CandidatePlan:
+        query = parse(word)
+        groups = choose_expansions(query, [row(query, word, word, df)], max_expansions=8)
+        return plan_candidates(query, groups, stats(), SETTINGS)
+
+    common = one_word("the", 9_000)
     assert common.newest_first and common.walk == newest_walk(250, [9_000], 10_000)
     text = SearchTrace(mode="ranked", plan=common).describe()
     assert f"newest matches: a walk of at most {common.walk} entries, then the index" in text
     assert SearchTrace(mode="ranked", plan=common).to_json()["walk"] == common.walk
-    query = parse("cluster")
-    middling = plan_candidates(
-        query,
-        choose_expansions(query, [row(query, "cluster", "cluster", 1_200)], max_expansions=8),
-        stats(),
-        SETTINGS,
-    )
+    middling = one_word("cluster", 1_200)
     assert middling.newest_first and middling.walk == 0
     text = SearchTrace(mode="ranked", plan=middling).describe()
     assert "newest matches: from the index (a walk would read more)" in text
