@@ -374,6 +374,9 @@ def test_every_statement_shape_is_a_router_query(proof: Any) -> None:
             if s.explainable:
                 shapes.setdefault(s.text, (s.name, s.sql, dict(s.params or {}), unit.write))
     assert len(shapes) >= 40, len(shapes)
+    # The capped reads: newest first by a walk, by the index, coverage, the spread.
+    for marker in ("LIMIT %(walk)s", "%(unit_q)s", 'DISTINCT ON (c.session_id COLLATE "C")'):
+        assert any(marker in text for text in shapes), marker
     bad: list[str] = []
     pulled = 0
     with psycopg.connect(dsn) as conn:
