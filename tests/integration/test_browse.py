@@ -216,8 +216,11 @@ def test_a_browse_reads_the_ends_of_a_few_sessions(browse_dsn: str) -> None:
     read = sum(
         n["Actual Rows"] * n["Actual Loops"] for n in nodes if n.get("Relation Name") == "messages"
     )
+    # Which index orders 110 sessions is the planner's call on a table this small
+    # (the one on last activity, or the primary key and a sort): what holds either
+    # way is that no walk of the workspace's entries by time is made.
     assert not any(n.get("Index Name") == "messages_created_idx" for n in nodes)
-    assert any(n.get("Index Name") == "sessions_updated_idx" for n in nodes)
+    assert not any(n.get("Node Type") == "Seq Scan" for n in nodes)
     assert read <= browse_scan_rows(6), read  # of 1,800 entries
 
 
