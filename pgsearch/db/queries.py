@@ -1214,14 +1214,17 @@ def session_spread_sql(
     columns as `candidates_sql`: when more messages match than the cap, one best hit
     per session then covers the sessions of many more matches than the cap."""
     # Sessions are told apart byte by byte (their order here is only a grouping,
-    # and equal ids are equal in any collation).
+    # and equal ids are equal in any collation). Of the sessions' newest matches,
+    # only the newest `cap` (`NEWEST_FIRST`, on the same columns) are read again.
     each_newest: LiteralString = (
         "m.workspace_id = %(ws)s AND (m.session_id, m.seq) IN ("
-        'SELECT DISTINCT ON (c.session_id COLLATE "C") c.session_id, c.seq FROM ('
+        "SELECT e.session_id, e.seq FROM ("
+        'SELECT DISTINCT ON (c.session_id COLLATE "C") c.session_id, c.seq, c.created_at FROM ('
         "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
         + _filter_sql(filters, "m")
         + " AND m.tsv @@ %(tsq)s::tsquery LIMIT %(scan)s) c "
-        'ORDER BY c.session_id COLLATE "C", c.created_at DESC, c.seq DESC)'
+        'ORDER BY c.session_id COLLATE "C", c.created_at DESC, c.seq DESC) e '
+        "ORDER BY e.created_at DESC, e.session_id, e.seq DESC LIMIT %(cap)s)"
     )
     sql = _BOUNDED_COLUMNS + "FROM (" + _newest_picked(each_newest) + ") AS m"
     params = _filter_params(filters)

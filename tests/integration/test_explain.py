@@ -654,3 +654,76 @@ def _node_loops(plan: Any, index: str) -> list[int]:
         for item in plan:
             found.extend(_node_loops(item, index))
     return found
+
+
+#: The per-session spread as it read before it took the newest `cap` sessions ahead
+#: of reading their rows again: every session's newest match among the first `scan`
+#: matches, then the newest `cap` of those.
+_SPREAD_REFERENCE = (
+    "SELECT m.session_id, m.seq, m.created_at FROM messages m "
+    "WHERE m.workspace_id = %(ws)s AND (m.session_id, m.seq) IN ("
+    'SELECT DISTINCT ON (c.session_id COLLATE "C") c.session_id, c.seq FROM ('
+    "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE {scope}"
+    " AND m.tsv @@ %(tsq)s::tsquery LIMIT %(scan)s) c "
+    'ORDER BY c.session_id COLLATE "C", c.created_at DESC, c.seq DESC) '
+    "ORDER BY m.created_at DESC, m.session_id, m.seq DESC LIMIT %(cap)s"
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "filters"),
+    [
+        ("the", {}),
+        ("the and of", {}),
+        ("error", {}),
+        ("the", {"since": T0 + timedelta(days=2), "until": T0 + timedelta(days=5)}),
+        ("the", {"roles": ("user",)}),
+    ],
+)
+def test_the_session_spread_is_each_sessions_newest_match(
+    big_dsn: str, query: str, filters: dict[str, Any]
+) -> None:
+    """The per-session spread (`queries.session_spread_sql`) gives, when it scans every
+    match, the newest match of each matching session, the newest `cap` of them in
+    `NEWEST_FIRST` order; and, for any scan, the rows the statement it replaced read."""
+    from pgsearch.db import queries as q
+    from pgsearch.plan import Filters
+
+    plan = _newest_plan(big_dsn, query, **filters)
+    scope = Filters(
+        workspace="ws-a",
+        kinds=("user_text", "assistant_text", "tool_input", "tool_error"),
+        roles=tuple(filters.get("roles", ())),
+        since=filters.get("since"),
+        until=filters.get("until"),
+    )
+    with psycopg.connect(big_dsn) as conn:
+        where = q._filter_sql(scope, "m")
+        params = q._filter_params(scope)
+        params["tsq"] = q.candidate_tsquery(plan)
+        matches = conn.execute(  # type: ignore[call-overload]
+            "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
+            + where
+            + " AND m.tsv @@ %(tsq)s::tsquery",
+            params,
+        ).fetchall()
+        newest: dict[str, tuple[Any, ...]] = {}
+        for sid, seq, at in matches:
+            if sid not in newest or (at, seq) > (newest[sid][2], newest[sid][1]):
+                newest[sid] = (sid, seq, at)
+        by_time = sorted(newest.values(), key=lambda r: (-r[2].timestamp(), r[0], -r[1]))
+        assert len(by_time) > 20, "many sessions match"
+        for cap in (1, 7, plan.cap):
+            for scan in (1, 50, 500, 1_000_000):
+                spread = replace(plan, cap=cap)
+                sql_text, p = q.session_spread_sql(scope, spread, scan=scan)
+                rows = conn.execute(sql_text, p).fetchall()  # type: ignore[call-overload]
+                got = [(r[0], r[1], r[4]) for r in rows]
+                ref_params = dict(params, scan=scan, cap=cap)
+                reference = conn.execute(  # type: ignore[call-overload]
+                    _SPREAD_REFERENCE.format(scope=where), ref_params
+                ).fetchall()
+                assert got == [tuple(r) for r in reference], (cap, scan)
+                assert len({sid for sid, _, _ in got}) == len(got), "one per session"
+                if scan == 1_000_000:
+                    assert got == by_time[:cap], (cap, scan)
