@@ -43,6 +43,7 @@ DISTRIBUTED_TABLES = (
     "term_lists",
     "term_list_heads",
     "term_list_state",
+    "scope_counts",
 )
 #: Tables that are the same for every tenant: a copy on each node.
 REFERENCE_TABLES = ("pgsearch_meta", "api_tokens")

@@ -182,6 +182,23 @@ SET n_messages = s.n_messages + EXCLUDED.n_messages,
     total_len = s.total_len + EXCLUDED.total_len
 """
 
+# Messages per (kind, role, tool) of a workspace (`Deltas.scoped`), in key order as
+# they are locked; rows that fall to zero go (`PRUNE_SCOPE_COUNTS`).
+UPSERT_SCOPE_COUNTS = """
+INSERT INTO scope_counts AS s (workspace_id, kind, role, tool_name, n_messages)
+SELECT %(ws)s, u.kind, u.role, u.tool, u.n
+FROM json_to_record(%(rows)s::json) AS r(kind text[], role text[], tool text[], n bigint[]),
+     unnest(r.kind, r.role, r.tool, r.n) AS u(kind, role, tool, n)
+ORDER BY u.kind, u.role, u.tool
+ON CONFLICT (workspace_id, kind, role, tool_name) DO UPDATE
+SET n_messages = s.n_messages + EXCLUDED.n_messages
+"""
+
+PRUNE_SCOPE_COUNTS = """
+DELETE FROM scope_counts
+WHERE workspace_id = %(ws)s AND kind = ANY(%(kinds)s::text[]) AND n_messages <= 0
+"""
+
 # Every session a write changed, in one statement (in id order, as they were locked).
 # Sessions go as a list of objects: an UPDATE's row source may not take a column
 # definition list on Citus, whose shards would be sent it without one.
@@ -386,7 +403,7 @@ SELECT (SELECT s.built_at FROM term_list_state s WHERE s.workspace_id = %(ws)s),
 
 DELETE_SESSION_MESSAGES = """
 DELETE FROM messages WHERE workspace_id = %(ws)s AND session_id = %(session_id)s
-RETURNING kind, token_count, tsvector_to_array(tsv)
+RETURNING kind, token_count, tsvector_to_array(tsv), role, coalesce(tool_name, '')
 """
 
 DELETE_SESSION = """
@@ -479,6 +496,7 @@ FORGET_WORKSPACE: tuple[LiteralString, ...] = (
     "DELETE FROM term_lists WHERE workspace_id = %(ws)s",
     "DELETE FROM term_list_heads WHERE workspace_id = %(ws)s",
     "DELETE FROM term_list_state WHERE workspace_id = %(ws)s",
+    "DELETE FROM scope_counts WHERE workspace_id = %(ws)s",
 )
 
 # The calls an appended tool result answers, when they came in an earlier append:
@@ -526,6 +544,7 @@ TENANT_TABLES = (
     "term_lists",
     "term_list_heads",
     "term_list_state",
+    "scope_counts",
 )
 
 TABLE_SIZES = """
@@ -1238,11 +1257,45 @@ def session_spread_sql(
     return sql, params
 
 
+#: The scope counts of the filters' kinds agree with the per-kind statistics, kind
+#: by kind (a writer of a release before 0012 keeps only the statistics).
+_SCOPE_COUNTS_AGREE: LiteralString = (
+    "NOT EXISTS (SELECT 1 FROM (SELECT w.kind, w.n_messages FROM workspace_stats w"
+    " WHERE w.workspace_id = %(ws)s AND w.kind = ANY(%(kinds)s::text[])) a"
+    " FULL JOIN (SELECT c.kind, sum(c.n_messages) AS n FROM scope_counts c"
+    " WHERE c.workspace_id = %(ws)s AND c.kind = ANY(%(kinds)s::text[]) GROUP BY c.kind) b"
+    " ON b.kind = a.kind WHERE coalesce(a.n_messages, 0) <> coalesce(b.n, 0))"
+)
+
+
 def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
-    """How many entries the filters cover (when per-kind statistics cannot tell)."""
-    return "SELECT count(*) FROM messages m WHERE " + _filter_sql(filters, "m"), _filter_params(
-        filters
+    """How many entries the filters cover (when per-kind statistics cannot tell).
+
+    Without a session or time filter, from the scope counts (messages per kind, role
+    and tool) while they agree with the statistics; else, and with those filters,
+    the scope's messages are counted."""
+    counted: LiteralString = "SELECT count(*) FROM messages m WHERE " + _filter_sql(filters, "m")
+    params = _filter_params(filters)
+    if filters.session_id is not None or filters.since is not None or filters.until is not None:
+        return counted, params
+    summed: LiteralString = (
+        "SELECT coalesce(sum(c.n_messages), 0)::bigint FROM scope_counts c"
+        " WHERE c.workspace_id = %(ws)s AND c.kind = ANY(%(kinds)s::text[])"
     )
+    if filters.roles:
+        summed += " AND c.role = ANY(%(roles)s::text[])"
+    if filters.tool_name is not None:
+        summed += " AND %(tool)s = ANY(string_to_array(c.tool_name, '" + TOOL_NAME_SEPARATOR + "'))"
+    sql: LiteralString = (
+        "SELECT CASE WHEN "
+        + _SCOPE_COUNTS_AGREE
+        + " THEN ("
+        + summed
+        + ") ELSE ("
+        + counted
+        + ") END"
+    )
+    return sql, params
 
 
 def browse_scan(limit: int) -> int:

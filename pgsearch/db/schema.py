@@ -43,6 +43,9 @@ distributed by workspace later without a rewrite.
   impact-ordered postings of its frequent terms, and ``messages.ingest_seq`` the
   order messages were stored in, which tells the messages stored since the lists
   were built (migration 0010, `pgsearch.impact`).
+- ``scope_counts`` keeps exact counts of messages per kind, role and tool name
+  (``''`` for none), kept with the per-kind statistics: the size of a scope a role
+  or tool filter narrows, without counting its messages (migration 0012).
 
 Row Level Security on the tenant tables (migration 0002) is not part of this
 metadata: its policies show a role that does not own the tables only the rows of
@@ -280,6 +283,17 @@ term_list_state = Table(
     Column("speakers", ARRAY(Text), nullable=False),
     Column("built_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint("workspace_id", name="term_list_state_pkey"),
+)
+
+scope_counts = Table(
+    "scope_counts",
+    metadata,
+    Column("workspace_id", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("role", Text, nullable=False),
+    Column("tool_name", Text, nullable=False),
+    Column("n_messages", BigInteger, nullable=False),
+    PrimaryKeyConstraint("workspace_id", "kind", "role", "tool_name", name="scope_counts_pkey"),
 )
 
 settings_table = Table(

@@ -136,11 +136,14 @@ class Deltas:
     n: Counter[str] = field(default_factory=Counter)
     indexed: Counter[str] = field(default_factory=Counter)
     length: Counter[str] = field(default_factory=Counter)
+    #: Messages per (kind, role, tool name or ``''``): the scope counts.
+    scoped: Counter[tuple[str, str, str]] = field(default_factory=Counter)
 
     def clear(self) -> None:
         """Forget the changes (after they were applied)."""
         for counter in (self.df, self.sf, self.n, self.indexed, self.length):
             counter.clear()
+        self.scoped.clear()
 
     def merge(self, other: Deltas) -> None:
         """Add `other`'s changes to these."""
@@ -153,6 +156,7 @@ class Deltas:
         ):
             for key, value in theirs.items():
                 mine[key] += value
+        self.scoped.update(other.scoped)
 
 
 #: A bulk load refreshes statistics when it added this share of the message table.
@@ -475,6 +479,7 @@ def _count_rows(rows: Iterable[MessageRow], deltas: Deltas) -> None:
     """Count stored rows into the statistics and vocabulary deltas."""
     for r in rows:
         deltas.n[r.kind] += 1
+        deltas.scoped[r.kind, r.role, r.tool_name or ""] += 1
         if r.token_count:
             deltas.indexed[r.kind] += 1
             deltas.length[r.kind] += r.token_count
@@ -698,6 +703,28 @@ def _delta_statements(ws: str, deltas: Deltas) -> list[Statement[Any]]:
                 },
             )
         )
+    scoped = sorted(key for key, n in deltas.scoped.items() if n)
+    if scoped:
+        statements.append(
+            Statement(
+                "upsert scope counts",
+                q.UPSERT_SCOPE_COUNTS,
+                {
+                    "ws": ws,
+                    "rows": _columns(
+                        kind=[k for k, _, _ in scoped],
+                        role=[r for _, r, _ in scoped],
+                        tool=[t for _, _, t in scoped],
+                        n=[deltas.scoped[key] for key in scoped],
+                    ),
+                },
+            )
+        )
+        shrunk = sorted({k for k, r, t in scoped if deltas.scoped[k, r, t] < 0})
+        if shrunk:
+            statements.append(
+                Statement("prune scope counts", q.PRUNE_SCOPE_COUNTS, {"ws": ws, "kinds": shrunk})
+            )
     return statements
 
 
@@ -734,8 +761,9 @@ def forget_session(
             ),
         ]
     )
-    for kind, token_count, terms in messages:
+    for kind, token_count, terms, role, tool in messages:
         deltas.n[kind] -= 1
+        deltas.scoped[kind, role, tool] -= 1
         if token_count:
             deltas.indexed[kind] -= 1
             deltas.length[kind] -= token_count

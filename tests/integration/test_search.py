@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
-from pgsearch import InvalidQuery, PgSearch, ScopeError, SessionQueryRequest
+from pgsearch import InvalidQuery, PgSearch, ScopeError, SessionQueryRequest, policy
 from pgsearch.types import MAX_RESULT_BYTES
-from tests.helpers import marked
+from tests.helpers import assert_statistics_exact, marked, write_jsonl
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -431,3 +434,65 @@ def test_excerpt_of_a_hit_on_a_long_identifier_shows_the_identifier(pg: PgSearch
     )
     (match,) = result.matches
     assert "**invalidation**" in marked(match) and "warm" not in match.excerpt
+
+
+def test_searched_equals_a_count_of_the_scope(dsn: str, pg: PgSearch, tmp_path: Path) -> None:
+    """With a role or tool filter the scope's size comes from the scope counts kept at
+    write time: after appends, files, a kind given by the writer, tools called
+    together, a forgotten session and a forgotten workspace, every filter's
+    ``searched`` equals a count of its entries."""
+
+    def turn(i: int) -> list[dict[str, Any]]:
+        calls = [
+            {"id": f"c{i}-{n}", "function": {"name": name, "arguments": "{}"}}
+            for n, name in enumerate(("bash", "grep")[: 1 + i % 2])
+        ]
+        return [
+            msg("user", f"question {i} cron", i),
+            msg("assistant", f"answer {i} cron", i),
+            msg("assistant", None, i, tool_calls=calls),
+            msg("tool", f"Error: failed {i} cron", i, tool_call_id=f"c{i}-0", name="bash"),
+            msg("tool", f"output {i} cron", i, name="grep" if i % 3 else "edit"),
+            msg("user", f"summary {i} cron", i, kind="summary"),
+        ]
+
+    for s in range(5):
+        pg.append(workspace="w", session_id=f"s{s}", messages=turn(s) + turn(s + 10))
+        pg.append(workspace="gone", session_id=f"s{s}", messages=turn(s))
+    pg.ingest_file(write_jsonl(tmp_path / "file.jsonl", turn(7)), workspace="w")
+    pg.forget(workspace="w", session_id="s1")
+    pg.forget(workspace="gone")
+    provider = pg.provider(workspace="w")
+    kinds_choices: list[tuple[str, ...]] = [
+        (),
+        ("tool_error", "tool_output"),
+        ("summary",),
+        policy.ALL_KINDS,
+    ]
+    with psycopg.connect(dsn) as conn:
+        for kinds, roles, tool in itertools.product(
+            kinds_choices, [(), ("user",), ("assistant", "tool")], [None, "bash", "grep", "edit"]
+        ):
+            if not roles and tool is None:
+                continue
+            result = provider.search(
+                SessionQueryRequest(query="cron", kinds=kinds, roles=roles, tool_name=tool)
+            )
+            (counted,) = conn.execute(
+                "SELECT count(*) FROM messages WHERE workspace_id = 'w' AND kind = ANY(%s)"
+                " AND (cardinality(%s::text[]) = 0 OR role = ANY(%s))"
+                " AND (%s::text IS NULL OR %s = ANY(string_to_array(tool_name, %s)))",
+                (
+                    list(kinds or policy.DEFAULT_SEARCH_KINDS),
+                    list(roles),
+                    list(roles),
+                    tool,
+                    tool,
+                    policy.TOOL_NAME_SEPARATOR,
+                ),
+            ).fetchone() or (0,)
+            assert result.searched == counted, (kinds, roles, tool)
+        (left,) = conn.execute("SELECT count(*) FROM scope_counts").fetchone() or (0,)
+    assert left > 0
+    assert_statistics_exact(dsn, "w")
+    assert_statistics_exact(dsn, "gone")
