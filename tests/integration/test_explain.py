@@ -243,6 +243,9 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert any("term_lists l" in text for text in captured), "bounded candidates not read"
     assert any("n.ingest_seq >" in text for text in captured), "tail not read"
     assert any("m.seq < %(seq)s" in text for text in captured), "window statements not run"
+    # The scope's size by the scope counts (role, tool) and by a count (time).
+    assert any("FROM scope_counts c" in text for text in captured), "scope counts not summed"
+    assert any(text.startswith("SELECT count(*) FROM messages m") for text in captured)
     # The direct read (vocabulary, typo neighbours and the plan's reads in one
     # statement), with and without the title branch, and for one session.
     direct = [text for text in captured if "pgsearch_edit_distance" in text]
@@ -459,6 +462,16 @@ def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
             {"ws": ws, "heads": ["0" * 64], "ids": ["ws-a-s3", "ws-a-s4"]},
         ),
         "relocate conflicts": (q.RELOCATE_CONFLICTS, {"ws": ws, "new": "/new/logs"}),
+        "upsert scope counts": (
+            q.UPSERT_SCOPE_COUNTS,
+            {
+                "ws": ws,
+                "rows": json.dumps(
+                    {"kind": ["user_text"], "role": ["user"], "tool": [""], "n": [1]}
+                ),
+            },
+        ),
+        "prune scope counts": (q.PRUNE_SCOPE_COUNTS, {"ws": ws, "kinds": ["user_text"]}),
         **{
             f"relocate {i}": (statement, {"ws": ws, "old": "/old/logs", "new": "/new/logs"})
             for i, statement in enumerate(q.RELOCATE)
