@@ -234,6 +234,7 @@ class SearchEngine:
             held_candidates=held.candidates,
             held_fields=held.fields,
             exhaustive=self.exhaustive,
+            spread_scan=settings.candidate_scan_limit if per_session else 0,
         )
         candidates = rows.candidates
         capped = not self.exhaustive and len(candidates) >= plan.cap
@@ -247,7 +248,7 @@ class SearchEngine:
                 spread=capped and per_session,
             )
         if capped and per_session:
-            candidates = yield from self._spread(filters, plan, candidates)
+            candidates = yield from self._spread(filters, plan, candidates, rows.spread)
         fields = _field_hits(plan, field_plan, first.stats, rows.fields)
         anchors = yield from _anchors(filters.workspace, orphan_hits(candidates, fields))
         ranked = self._rank(
@@ -359,15 +360,22 @@ class SearchEngine:
         return impact.bounded_plan(plan, state, rare_limit=self.settings.candidate_cap)
 
     def _spread(
-        self, filters: Filters, plan: CandidatePlan, candidates: list[CandidateRow]
+        self,
+        filters: Filters,
+        plan: CandidatePlan,
+        candidates: list[CandidateRow],
+        read: list[CandidateRow] | None = None,
     ) -> Work[list[CandidateRow]]:
         """`candidates` and one more per session among many more matches: the cap's
         messages may come from a few sessions, and the sessions shown must be the
-        matching sessions, not those of the first cap messages."""
+        matching sessions, not those of the first cap messages. `read`: those rows,
+        when they were read with the candidates (else a trip reads them)."""
         keys = {(c.session_id, c.seq) for c in candidates}
-        spread = yield from fetch(
-            reads.session_spread(filters, plan, scan=self.settings.candidate_scan_limit)
-        )
+        spread = read
+        if spread is None:
+            spread = yield from fetch(
+                reads.session_spread(filters, plan, scan=self.settings.candidate_scan_limit)
+            )
         return candidates + [c for c in spread if (c.session_id, c.seq) not in keys]
 
     def _rank(self, scored: list[Ranked], plan: CandidatePlan, per_session: bool) -> list[Ranked]:

@@ -1268,6 +1268,54 @@ _SCOPE_COUNTS_AGREE: LiteralString = (
 )
 
 
+def spread_with_candidates(filters: Filters, plan: CandidatePlan, *, scan: int) -> bool:
+    """Whether the per-session spread (`session_spread_sql`, with `scan`) is read with
+    the plan's candidates (`newest_and_spread_sql`): a newest-first plan that reads
+    every match from the index (it does not walk), whose matches are known to be few
+    enough that the spread's scan would read them all, with room to spare for
+    messages stored after the statistics were read (its words' dfs: half the scan)."""
+    if not plan.newest_first or (plan.walk and _walks(filters)):
+        return False
+    return 2 * min(sum(e.df for e in group) for group in plan.groups) <= scan
+
+
+def newest_and_spread_sql(
+    filters: Filters, plan: CandidatePlan
+) -> tuple[LiteralString, dict[str, Any]]:
+    """The rows of `candidates_sql` for a newest-first plan that does not walk (tagged
+    ``c``) and those of `session_spread_sql` when its scan reads every match (tagged
+    ``s``), from one read of the matches: the newest `cap` matches, and the newest
+    match of each session that has one, the newest `cap` of those, each newest first
+    (`NEWEST_FIRST`)."""
+    where = _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
+    sql: LiteralString = (
+        "WITH a AS MATERIALIZED (SELECT "
+        + _PICKED
+        + " FROM messages m WHERE "
+        + where
+        + "), s AS (SELECT e.session_id, e.seq FROM ("
+        'SELECT DISTINCT ON (m.session_id COLLATE "C") m.session_id, m.seq, m.created_at '
+        'FROM a m ORDER BY m.session_id COLLATE "C", m.created_at DESC, m.seq DESC) e '
+        "ORDER BY e.created_at DESC, e.session_id, e.seq DESC LIMIT %(cap)s) "
+        "SELECT 'c' AS tag, c.* FROM ("
+        + _BOUNDED_COLUMNS
+        + "FROM (SELECT m.* FROM a m ORDER BY "
+        + NEWEST_FIRST
+        + " LIMIT %(cap)s) AS m) c UNION ALL SELECT 's', s.* FROM ("
+        + _BOUNDED_COLUMNS
+        + "FROM (SELECT m.* FROM a m JOIN s ON s.session_id = m.session_id AND s.seq = m.seq"
+        " ORDER BY " + NEWEST_FIRST + ") AS m) s"
+    )
+    params = _filter_params(filters)
+    params.update(
+        terms=list(plan.terms),
+        phrase=tsquery_phrases(plan.phrases),
+        tsq=candidate_tsquery(plan),
+        cap=plan.cap,
+    )
+    return sql, params
+
+
 def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     """How many entries the filters cover (when per-kind statistics cannot tell).
 

@@ -46,6 +46,7 @@ __all__ = [
     "list_heads",
     "lists_built_at",
     "lists_state",
+    "newest_and_spread",
     "page_messages",
     "parse_tf",
     "plan_rows",
@@ -137,6 +138,15 @@ def every_match(filters: Filters, plan: CandidatePlan) -> Statement[CandidateRow
     """Every hit the plan's rules define within the filters (no cap, no scan limit)."""
     sql, params = q.every_match_sql(filters, plan)
     return Statement("every match", sql, params, _candidate)
+
+
+def newest_and_spread(filters: Filters, plan: CandidatePlan) -> Statement[tuple[str, CandidateRow]]:
+    """`candidates` (tagged ``c``) and `session_spread` (``s``) in one read of the
+    matches, where `queries.spread_with_candidates` allows it."""
+    sql, params = q.newest_and_spread_sql(filters, plan)
+    return Statement(
+        "candidates and per session", sql, params, lambda r: (str(r[0]), _candidate(r[1:]))
+    )
 
 
 def session_spread(filters: Filters, plan: CandidatePlan, *, scan: int) -> Statement[CandidateRow]:
@@ -494,6 +504,9 @@ class PlanRows:
 
     candidates: list[CandidateRow]
     fields: list[FieldRow]
+    #: The newest match of each session (`session_spread`), when it was read with the
+    #: candidates; None: not read.
+    spread: list[CandidateRow] | None = None
 
 
 def plan_rows(
@@ -504,23 +517,39 @@ def plan_rows(
     held_candidates: list[CandidateRow] | None = None,
     held_fields: list[FieldRow] | None = None,
     exhaustive: bool = False,
+    spread_scan: int = 0,
 ) -> Work[PlanRows]:
     """The plan's rows: those already held (the direct read's, when they are the
     plan's own) and, in one round trip, the plan's statements for the others (none:
     no trip). With `exhaustive`, every match and every matching session, uncapped;
-    with no `field_plan`, no sessions."""
+    with no `field_plan`, no sessions. With `spread_scan`, the per-session spread
+    of that scan too, where it is read with the candidates."""
     if field_plan is None:
         held_fields = []
+    both = (
+        held_candidates is None
+        and not exhaustive
+        and spread_scan > 0
+        and q.spread_with_candidates(filters, plan, scan=spread_scan)
+    )
     got = yield from fetch_named(
         {
             "candidates": None
-            if held_candidates is not None
+            if held_candidates is not None or both
             else (every_match if exhaustive else candidates)(filters, plan),
+            "both": newest_and_spread(filters, plan) if both else None,
             "fields": None
             if held_fields is not None or field_plan is None
             else session_fields(filters.workspace, field_plan, capped=not exhaustive),
         }
     )
+    if both:
+        tagged: list[tuple[str, CandidateRow]] = got["both"]
+        return PlanRows(
+            candidates=[row for tag, row in tagged if tag == "c"],
+            fields=got["fields"] if held_fields is None else held_fields,
+            spread=[row for tag, row in tagged if tag == "s"],
+        )
     return PlanRows(
         candidates=got["candidates"] if held_candidates is None else held_candidates,
         fields=got["fields"] if held_fields is None else held_fields,

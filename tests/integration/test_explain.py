@@ -237,6 +237,7 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert any("%(unit_q)s" in text for text in captured), "coverage-ordered path not run"
     spread = "DISTINCT ON (c.session_id COLLATE"
     assert any(spread in text for text in captured), "per-session spread"
+    assert any("SELECT 'c' AS tag" in text for text in captured), "spread with candidates"
     assert any("ORDER BY m.created_at DESC" in text for text in captured)
     assert any("LIMIT %(walk)s" in text for text in captured), "newest-first walk not read"
     assert any("term_list_heads" in text for text in captured), "list heads not read"
@@ -740,3 +741,14 @@ def test_the_session_spread_is_each_sessions_newest_match(
                 assert len({sid for sid, _, _ in got}) == len(got), "one per session"
                 if scan == 1_000_000:
                     assert got == by_time[:cap], (cap, scan)
+            # Read with the candidates of a plan that does not walk: the same rows
+            # as the two statements, in the same order.
+            index_read = replace(plan, cap=cap, walk=0)
+            sql_text, p = q.newest_and_spread_sql(scope, index_read)
+            both = conn.execute(sql_text, p).fetchall()  # type: ignore[call-overload]
+            sql_text, p = q.candidates_sql(scope, index_read)
+            alone = conn.execute(sql_text, p).fetchall()  # type: ignore[call-overload]
+            sql_text, p = q.session_spread_sql(scope, index_read, scan=1_000_000)
+            spread_alone = conn.execute(sql_text, p).fetchall()  # type: ignore[call-overload]
+            assert [tuple(r[1:]) for r in both if r[0] == "c"] == [tuple(r) for r in alone]
+            assert [tuple(r[1:]) for r in both if r[0] == "s"] == [tuple(r) for r in spread_alone]
