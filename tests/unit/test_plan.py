@@ -523,3 +523,32 @@ def test_the_trace_says_how_the_newest_matches_are_read() -> None:
     assert middling.newest_first and middling.walk == 0
     text = SearchTrace(mode="ranked", plan=middling).describe()
     assert "newest matches: from the index (a walk would read more)" in text
+
+
+def test_the_spread_is_read_with_the_candidates_only_where_it_reads_every_match() -> None:
+    """`queries.spread_with_candidates`: a newest-first plan that reads every match from
+    the index (no walk, or a filter that never walks), whose words' dfs leave the
+    spread's scan room to spare for messages stored after the statistics were read."""
+    from pgsearch.db.queries import spread_with_candidates
+    from pgsearch.plan import Filters
+
+    everything = Filters(workspace="w", kinds=("user_text",))
+    by_role = Filters(workspace="w", kinds=("user_text",), roles=("user",))
+    middling = plan_for("cluster", {"cluster": 1_200})
+    assert middling.newest_first and middling.walk == 0
+    assert spread_with_candidates(everything, middling, scan=20_000)
+    assert spread_with_candidates(everything, middling, scan=2_400)
+    assert not spread_with_candidates(everything, middling, scan=2_399)
+    walking = plan_for("the", {"the": 9_000})
+    assert walking.walk > 0
+    assert not spread_with_candidates(everything, walking, scan=20_000)
+    # A role filter never walks: the index is read, and the spread with it.
+    assert spread_with_candidates(by_role, walking, scan=20_000)
+    # Every word must be held: the rarest word bounds the matches.
+    both = plan_for("the and", {"the": 9_000, "and": 3_000})
+    assert both.strategy == "all_words_newest"
+    assert spread_with_candidates(by_role, both, scan=6_000)
+    assert not spread_with_candidates(by_role, both, scan=5_999)
+    rare = plan_for("cluster", {"cluster": 40})
+    assert not rare.newest_first
+    assert not spread_with_candidates(everything, rare, scan=20_000)
