@@ -348,8 +348,11 @@ class PgSearch:
         or with ``force=False`` only when they fell behind; True when rebuilt.
 
         Each workspace is rebuilt in one transaction of its own: killed midway, the
-        lists stay as they were and searches read the messages stored since."""
+        lists stay as they were and searches read the messages stored since. Its
+        scope counts are counted again first if a writer of a release before them
+        left them behind (`store.recount_scope`)."""
         workspace = check_workspace(workspace)
+        self._store.recount_scope(workspace)
         if force:
             self._store.build_lists(workspace)
             return True

@@ -943,7 +943,9 @@ def maintain(ctx: Context, workspaces: Sequence[str], if_behind: bool) -> None:
 
     Each workspace is rebuilt in one transaction of its own, so a run stopped midway
     loses nothing: searches use the previous lists and read the messages stored since
-    directly. `pgsearch stats` shows how far behind each workspace's lists are.
+    directly. `pgsearch stats` shows how far behind each workspace's lists are. A
+    workspace's counts of entries by kind, role and tool are counted again first if a
+    writer of an earlier release left them behind.
     """
     with ctx.open() as pg:
         names = [_known_workspace(pg, w) for w in workspaces] or pg.workspaces()

@@ -9,7 +9,7 @@ the per-kind statistics, in the same transaction.
 The table is filled from the messages stored so far. Writers of an earlier release
 still running during a deploy do not know it: a search takes the sums only while,
 kind by kind, they add up to ``workspace_stats`` (which every release keeps), and
-counts the messages otherwise.
+counts the messages otherwise; `pgsearch maintain` counts them again.
 
 A tenant table: distributed by workspace on Citus like the others and isolated by
 the same row level security policy.

@@ -194,6 +194,33 @@ ON CONFLICT (workspace_id, kind, role, tool_name) DO UPDATE
 SET n_messages = s.n_messages + EXCLUDED.n_messages
 """
 
+#: Whether a workspace's scope counts no longer add up to its per-kind statistics, kind
+#: by kind (a writer of a release before them ran): then `RECOUNT_SCOPE_COUNTS`.
+SCOPE_COUNTS_BEHIND = """
+SELECT EXISTS (
+    SELECT 1 FROM (SELECT w.kind, w.n_messages FROM workspace_stats w
+                   WHERE w.workspace_id = %(ws)s AND w.kind <> %(fields)s) a
+    FULL JOIN (SELECT c.kind, sum(c.n_messages) AS n FROM scope_counts c
+               WHERE c.workspace_id = %(ws)s GROUP BY c.kind) b ON b.kind = a.kind
+    WHERE coalesce(a.n_messages, 0) <> coalesce(b.n, 0))
+"""
+
+#: A recount holds the workspace's statistics rows, which every writer of its
+#: messages updates before it commits (a writer it did not see adds its own changes
+#: after it, to the counts it wrote).
+LOCK_WORKSPACE_STATS = (
+    "SELECT kind FROM workspace_stats WHERE workspace_id = %(ws)s ORDER BY kind FOR UPDATE"
+)
+
+RECOUNT_SCOPE_COUNTS: tuple[LiteralString, ...] = (
+    "DELETE FROM scope_counts WHERE workspace_id = %(ws)s",
+    "INSERT INTO scope_counts AS s (workspace_id, kind, role, tool_name, n_messages) "
+    "SELECT %(ws)s, m.kind, m.role, coalesce(m.tool_name, ''), count(*) FROM messages m "
+    "WHERE m.workspace_id = %(ws)s GROUP BY m.kind, m.role, coalesce(m.tool_name, '') "
+    "ON CONFLICT (workspace_id, kind, role, tool_name) "
+    "DO UPDATE SET n_messages = EXCLUDED.n_messages",
+)
+
 PRUNE_SCOPE_COUNTS = """
 DELETE FROM scope_counts
 WHERE workspace_id = %(ws)s AND kind = ANY(%(kinds)s::text[]) AND n_messages <= 0

@@ -1052,6 +1052,33 @@ class ListsLag:
     terms: int
 
 
+def recount_scope(ws: str) -> Work[bool]:
+    """Count the workspace's scope counts again from its messages if they no longer add
+    up to its per-kind statistics (a writer of a release before them ran, so searches
+    count their scopes instead); True when they were recounted. One transaction,
+    holding the statistics rows every writer updates before it commits."""
+    (behind,) = yield from fetch(
+        Statement(
+            "scope counts behind",
+            q.SCOPE_COUNTS_BEHIND,
+            {"ws": ws, "fields": FIELDS_STAT},
+            _first,
+        )
+    )
+    if not behind:
+        return False
+    params = {"ws": ws}
+    yield from execute(
+        Statement("lock workspace statistics", q.LOCK_WORKSPACE_STATS, params),
+        *(
+            Statement(f"recount scope counts {i}", sql, params)
+            for i, sql in enumerate(q.RECOUNT_SCOPE_COUNTS)
+        ),
+        final=True,
+    )
+    return True
+
+
 def lists_lag(ws: str, *, limit: int = 10**9, final: bool = False) -> Work[ListsLag]:
     rows = yield from fetch(
         Statement(
@@ -1195,6 +1222,10 @@ class Store:
         Returns how many terms are listed."""
         watermark = self.write(lists_watermark, None, context="waiting for writers")
         return self.write(partial(build_lists, ws, watermark), ws, context="building term lists")
+
+    def recount_scope(self, ws: str) -> bool:
+        """`recount_scope` of one workspace, in a transaction of its own."""
+        return self.write(partial(recount_scope, ws), ws, context="recounting scope counts")
 
     def lists_lag(self, ws: str) -> ListsLag:
         return self.read(partial(lists_lag, ws, final=True), ws, context="reading list lag")

@@ -473,6 +473,12 @@ def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
             },
         ),
         "prune scope counts": (q.PRUNE_SCOPE_COUNTS, {"ws": ws, "kinds": ["user_text"]}),
+        "scope counts behind": (q.SCOPE_COUNTS_BEHIND, {"ws": ws, "fields": q.FIELDS_STAT}),
+        "lock workspace statistics": (q.LOCK_WORKSPACE_STATS, {"ws": ws}),
+        **{
+            f"recount scope counts {i}": (statement, {"ws": ws})
+            for i, statement in enumerate(q.RECOUNT_SCOPE_COUNTS)
+        },
         **{
             f"relocate {i}": (statement, {"ws": ws, "old": "/old/logs", "new": "/new/logs"})
             for i, statement in enumerate(q.RELOCATE)
