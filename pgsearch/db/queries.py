@@ -215,8 +215,9 @@ LOCK_WORKSPACE_STATS = (
 RECOUNT_SCOPE_COUNTS: tuple[LiteralString, ...] = (
     "DELETE FROM scope_counts WHERE workspace_id = %(ws)s",
     "INSERT INTO scope_counts AS s (workspace_id, kind, role, tool_name, n_messages) "
-    "SELECT %(ws)s, m.kind, m.role, coalesce(m.tool_name, ''), count(*) FROM messages m "
-    "WHERE m.workspace_id = %(ws)s GROUP BY m.kind, m.role, coalesce(m.tool_name, '') "
+    "SELECT m.workspace_id, m.kind, m.role, coalesce(m.tool_name, ''), count(*) "
+    "FROM messages m WHERE m.workspace_id = %(ws)s "
+    "GROUP BY m.workspace_id, m.kind, m.role, coalesce(m.tool_name, '') "
     "ON CONFLICT (workspace_id, kind, role, tool_name) "
     "DO UPDATE SET n_messages = EXCLUDED.n_messages",
 )
