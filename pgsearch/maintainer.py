@@ -12,6 +12,9 @@ rebuilds the lists of those more than `Settings.maintain_behind` messages behind
   only when searches read them (``PGSEARCH_IMPACT_LISTS=on``) and a term is frequent
   enough to list, as ingest decides; with the setting off, only lists someone built
   (`pgsearch maintain`) are kept current. Nothing else is written.
+- **Scope counts kept whole.** A workspace whose counts of entries by kind, role and
+  tool a writer of an earlier release left behind its statistics is counted again
+  first (`store.recount_scope`: one small statement a workspace when they agree).
 - **Never two builders at once.** A rebuild takes the workspace's advisory lock, the
   one `pgsearch maintain` and ingest wait for, but without waiting: a workspace being
   built elsewhere (another server, a `maintain` run) is left to that builder, and a
@@ -76,6 +79,15 @@ def watermark_unit() -> Unit[int]:
     )
 
 
+def recount_unit(ws: str) -> Unit[bool]:
+    return Unit(
+        work=partial(store.recount_scope, ws),
+        workspace=ws,
+        write=True,
+        context="recounting scope counts",
+    )
+
+
 def build_unit(ws: str, watermark: int) -> Unit[int | None]:
     return Unit(
         work=partial(store.build_lists_unless_busy, ws, watermark),
@@ -97,6 +109,8 @@ class Round:
     busy: list[str] = field(default_factory=list)
     #: Workspaces whose look or rebuild failed, with the error.
     failed: dict[str, str] = field(default_factory=dict)
+    #: Workspaces whose scope counts were counted again (`store.recount_scope`).
+    recounted: list[str] = field(default_factory=list)
 
 
 class Maintainer:
@@ -166,7 +180,8 @@ class Maintainer:
         )
 
     async def run_round(self) -> Round:
-        """Look at every workspace once and rebuild the lists of those behind."""
+        """Look at every workspace once: count its scope counts again if a writer of an
+        earlier release left them behind, and rebuild its lists if they are behind."""
         out = Round()
         if await self._run(in_recovery_unit()):
             out.standby = True
@@ -180,6 +195,9 @@ class Maintainer:
             limit = max(limit, impact.MIN_DF)
         for ws in await self._workspaces():
             try:
+                if await self._run(recount_unit(ws)):
+                    log.info("term list maintainer: recounted workspace %r's scope counts", ws)
+                    out.recounted.append(ws)
                 lag = await self._run(lag_unit(ws, limit))
                 if not self._due(lag):
                     continue

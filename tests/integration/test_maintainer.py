@@ -91,6 +91,39 @@ def test_a_round_rebuilds_kept_lists_that_fell_behind(dsn: str) -> None:
     assert again.rebuilt == {} and _built_at(dsn, "kept") > built["kept"]
 
 
+def test_a_round_counts_scope_counts_left_behind_again(dsn: str) -> None:
+    """Scope counts a writer of an earlier release left behind the statistics (it
+    stored messages and statistics only) are counted again by the next round, and
+    only those."""
+    from tests.helpers import assert_statistics_exact
+
+    _fill(dsn, "old", 100)
+    _fill(dsn, "new", 100)
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "INSERT INTO messages (workspace_id, session_id, seq, kind, role, turn, "
+            "created_at, content, arguments, tsv, token_count) "
+            "SELECT 'old', 's0', 1000, 'system', 'system', 0, s.updated_at, 'x', '', '', 0 "
+            "FROM sessions s WHERE s.workspace_id = 'old' AND s.session_id = 's0'"
+        )
+        conn.execute(
+            "INSERT INTO workspace_stats AS s (workspace_id, kind, n_messages) "
+            "VALUES ('old', 'system', 1) ON CONFLICT (workspace_id, kind) "
+            "DO UPDATE SET n_messages = s.n_messages + 1"
+        )
+        conn.execute(
+            "UPDATE sessions SET message_count = message_count + 1, next_seq = 1001 "
+            "WHERE workspace_id = 'old' AND session_id = 's0'"
+        )
+    with pytest.raises(AssertionError):
+        assert_statistics_exact(dsn, "old")
+    done = _round(dsn, ["old", "new"])
+    assert done.recounted == ["old"]
+    assert_statistics_exact(dsn, "old")
+    assert_statistics_exact(dsn, "new")
+    assert _round(dsn, ["old", "new"]).recounted == []
+
+
 def test_lists_read_by_searches_are_built_where_a_term_is_frequent(dsn: str) -> None:
     _fill(dsn, "big", 600)
     _fill(dsn, "tiny", 100)
