@@ -1056,14 +1056,18 @@ def recount_scope(ws: str) -> Work[bool]:
     """Count the workspace's scope counts again from its messages if they no longer add
     up to its per-kind statistics (a writer of a release before them ran, so searches
     count their scopes instead); True when they were recounted. One transaction,
-    holding the statistics rows every writer updates before it commits."""
-    (behind,) = yield from fetch(
-        Statement(
-            "scope counts behind",
-            q.SCOPE_COUNTS_BEHIND,
-            {"ws": ws, "fields": FIELDS_STAT},
-            _first,
-        )
+    holding the statistics rows every writer updates before it commits. Planned as
+    searches are, through the indexes (a recount reads one workspace's messages)."""
+    _, (behind,) = yield from fetch_all(
+        [
+            Statement("scope planner", q.LISTS_PLANNER),
+            Statement(
+                "scope counts behind",
+                q.SCOPE_COUNTS_BEHIND,
+                {"ws": ws, "fields": FIELDS_STAT},
+                _first,
+            ),
+        ]
     )
     if not behind:
         return False

@@ -584,7 +584,11 @@ def test_maintainer_statements_use_an_index(big_dsn: str) -> None:
         for unit in units:
             # Under the settings the unit's transaction ran with: sequential scans
             # off for the build (as `pgsearch maintain` builds), else the defaults.
-            seqscan = "off" if unit.context == "building term lists" else "on"
+            seqscan = (
+                "off"
+                if unit.context in ("building term lists", "recounting scope counts")
+                else "on"
+            )
             for s in unit.statements:
                 if not s.explainable:
                     continue
