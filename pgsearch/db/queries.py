@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, LiteralString
 
 from pgsearch.cursor import BrowsePosition
-from pgsearch.plan import CandidatePlan, Filters, Group
+from pgsearch.plan import CandidatePlan, Filters, Group, group_df
 from pgsearch.policy import TOOL_NAME_SEPARATOR
 
 # --- ingest -------------------------------------------------------------------------
@@ -192,17 +192,6 @@ FROM json_to_record(%(rows)s::json) AS r(kind text[], role text[], tool text[], 
 ORDER BY u.kind, u.role, u.tool
 ON CONFLICT (workspace_id, kind, role, tool_name) DO UPDATE
 SET n_messages = s.n_messages + EXCLUDED.n_messages
-"""
-
-#: Whether a workspace's scope counts no longer add up to its per-kind statistics, kind
-#: by kind (a writer of a release before them ran): then `RECOUNT_SCOPE_COUNTS`.
-SCOPE_COUNTS_BEHIND = """
-SELECT EXISTS (
-    SELECT 1 FROM (SELECT w.kind, w.n_messages FROM workspace_stats w
-                   WHERE w.workspace_id = %(ws)s AND w.kind <> %(fields)s) a
-    FULL JOIN (SELECT c.kind, sum(c.n_messages) AS n FROM scope_counts c
-               WHERE c.workspace_id = %(ws)s GROUP BY c.kind) b ON b.kind = a.kind
-    WHERE coalesce(a.n_messages, 0) <> coalesce(b.n, 0))
 """
 
 #: A recount holds the workspace's statistics rows, which every writer of its
@@ -1028,13 +1017,7 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
     terms' entries, ordered as the plan's strategy says, at most the plan's cap."""
     scope = _filter_sql(filters, "m")
     where = scope + " AND m.tsv @@ %(tsq)s::tsquery"
-    params = _filter_params(filters)
-    params.update(
-        terms=list(plan.terms),
-        phrase=tsquery_phrases(plan.phrases),
-        tsq=candidate_tsquery(plan),
-        cap=plan.cap,
-    )
+    params = _candidate_params(filters, plan)
     if plan.strategy == "any_unit_by_coverage":
         params.update(
             unit_q=[tsquery_and(unit) for unit, _ in plan.coverage],
@@ -1253,6 +1236,31 @@ def direct_search_sql(
     return sql, params
 
 
+def _candidate_params(filters: Filters, plan: CandidatePlan) -> dict[str, Any]:
+    """The filters' parameters and those of the plan's candidate reads."""
+    params = _filter_params(filters)
+    params.update(
+        terms=list(plan.terms),
+        phrase=tsquery_phrases(plan.phrases),
+        tsq=candidate_tsquery(plan),
+        cap=plan.cap,
+    )
+    return params
+
+
+def _sessions_newest(rows: LiteralString) -> LiteralString:
+    """The keys of the newest row of each session among `rows` (a FROM item named
+    ``c`` with ``session_id``, ``seq``, ``created_at``), the newest `cap` of those
+    (`NEWEST_FIRST`). Sessions are told apart byte by byte (their order here is only
+    a grouping, and equal ids are equal in any collation)."""
+    return (
+        "SELECT e.session_id, e.seq FROM ("
+        'SELECT DISTINCT ON (c.session_id COLLATE "C") c.session_id, c.seq, c.created_at '
+        "FROM " + rows + ' ORDER BY c.session_id COLLATE "C", c.created_at DESC, c.seq DESC) e '
+        "ORDER BY e.created_at DESC, e.session_id, e.seq DESC LIMIT %(cap)s"
+    )
+
+
 def session_spread_sql(
     filters: Filters, plan: CandidatePlan, *, scan: int
 ) -> tuple[LiteralString, dict[str, Any]]:
@@ -1260,28 +1268,18 @@ def session_spread_sql(
     tsquery (in index order), newest first, at most the plan's cap, with the same
     columns as `candidates_sql`: when more messages match than the cap, one best hit
     per session then covers the sessions of many more matches than the cap."""
-    # Sessions are told apart byte by byte (their order here is only a grouping,
-    # and equal ids are equal in any collation). Of the sessions' newest matches,
-    # only the newest `cap` (`NEWEST_FIRST`, on the same columns) are read again.
-    each_newest: LiteralString = (
-        "m.workspace_id = %(ws)s AND (m.session_id, m.seq) IN ("
-        "SELECT e.session_id, e.seq FROM ("
-        'SELECT DISTINCT ON (c.session_id COLLATE "C") c.session_id, c.seq, c.created_at FROM ('
-        "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
+    # Of the sessions' newest matches, only the newest `cap` are read again.
+    scanned: LiteralString = (
+        "(SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
         + _filter_sql(filters, "m")
-        + " AND m.tsv @@ %(tsq)s::tsquery LIMIT %(scan)s) c "
-        'ORDER BY c.session_id COLLATE "C", c.created_at DESC, c.seq DESC) e '
-        "ORDER BY e.created_at DESC, e.session_id, e.seq DESC LIMIT %(cap)s)"
+        + " AND m.tsv @@ %(tsq)s::tsquery LIMIT %(scan)s) c"
+    )
+    each_newest: LiteralString = (
+        "m.workspace_id = %(ws)s AND (m.session_id, m.seq) IN (" + _sessions_newest(scanned) + ")"
     )
     sql = _BOUNDED_COLUMNS + "FROM (" + _newest_picked(each_newest) + ") AS m"
-    params = _filter_params(filters)
-    params.update(
-        terms=list(plan.terms),
-        phrase=tsquery_phrases(plan.phrases),
-        tsq=candidate_tsquery(plan),
-        cap=plan.cap,
-        scan=scan,
-    )
+    params = _candidate_params(filters, plan)
+    params["scan"] = scan
     return sql, params
 
 
@@ -1295,6 +1293,10 @@ _SCOPE_COUNTS_AGREE: LiteralString = (
     " ON b.kind = a.kind WHERE coalesce(a.n_messages, 0) <> coalesce(b.n, 0))"
 )
 
+#: Whether a workspace's scope counts of `kinds` (every kind, for a recount) no longer
+#: add up to its per-kind statistics: then `RECOUNT_SCOPE_COUNTS`.
+SCOPE_COUNTS_BEHIND: LiteralString = "SELECT NOT " + _SCOPE_COUNTS_AGREE
+
 
 def spread_with_candidates(filters: Filters, plan: CandidatePlan, *, scan: int) -> bool:
     """Whether the per-session spread (`session_spread_sql`, with `scan`) is read with
@@ -1304,7 +1306,7 @@ def spread_with_candidates(filters: Filters, plan: CandidatePlan, *, scan: int) 
     messages stored after the statistics were read (its words' dfs: half the scan)."""
     if not plan.newest_first or (plan.walk and _walks(filters)):
         return False
-    return 2 * min(sum(e.df for e in group) for group in plan.groups) <= scan
+    return 2 * min(map(group_df, plan.groups)) <= scan
 
 
 def newest_and_spread_sql(
@@ -1321,11 +1323,9 @@ def newest_and_spread_sql(
         + _PICKED
         + " FROM messages m WHERE "
         + where
-        + "), s AS (SELECT e.session_id, e.seq FROM ("
-        'SELECT DISTINCT ON (m.session_id COLLATE "C") m.session_id, m.seq, m.created_at '
-        'FROM a m ORDER BY m.session_id COLLATE "C", m.created_at DESC, m.seq DESC) e '
-        "ORDER BY e.created_at DESC, e.session_id, e.seq DESC LIMIT %(cap)s) "
-        "SELECT 'c' AS tag, c.* FROM ("
+        + "), s AS ("
+        + _sessions_newest("a c")
+        + ") SELECT 'c' AS tag, c.* FROM ("
         + _BOUNDED_COLUMNS
         + "FROM (SELECT m.* FROM a m ORDER BY "
         + NEWEST_FIRST
@@ -1334,14 +1334,7 @@ def newest_and_spread_sql(
         + "FROM (SELECT m.* FROM a m JOIN s ON s.session_id = m.session_id AND s.seq = m.seq"
         " ORDER BY " + NEWEST_FIRST + ") AS m) s"
     )
-    params = _filter_params(filters)
-    params.update(
-        terms=list(plan.terms),
-        phrase=tsquery_phrases(plan.phrases),
-        tsq=candidate_tsquery(plan),
-        cap=plan.cap,
-    )
-    return sql, params
+    return sql, _candidate_params(filters, plan)
 
 
 def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:

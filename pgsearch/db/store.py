@@ -39,7 +39,13 @@ from pgsearch.db.work import (
 )
 from pgsearch.errors import IngestError, NotFound, StoreError
 from pgsearch.normalize import stem
-from pgsearch.policy import ASSISTANT_TEXT, USER_TEXT, scrub_secrets, split_tool_names
+from pgsearch.policy import (
+    ALL_KINDS,
+    ASSISTANT_TEXT,
+    USER_TEXT,
+    scrub_secrets,
+    split_tool_names,
+)
 from pgsearch.rows import ApiToken, StoredMessage, TableSize
 from pgsearch.types import SessionInfo, WorkspaceStats
 
@@ -1064,7 +1070,7 @@ def recount_scope(ws: str) -> Work[bool]:
             Statement(
                 "scope counts behind",
                 q.SCOPE_COUNTS_BEHIND,
-                {"ws": ws, "fields": FIELDS_STAT},
+                {"ws": ws, "kinds": list(ALL_KINDS)},
                 _first,
             ),
         ]

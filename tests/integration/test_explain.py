@@ -473,7 +473,10 @@ def _lifecycle_statements() -> dict[str, tuple[Any, dict[str, Any]]]:
             },
         ),
         "prune scope counts": (q.PRUNE_SCOPE_COUNTS, {"ws": ws, "kinds": ["user_text"]}),
-        "scope counts behind": (q.SCOPE_COUNTS_BEHIND, {"ws": ws, "fields": q.FIELDS_STAT}),
+        "scope counts behind": (
+            q.SCOPE_COUNTS_BEHIND,
+            {"ws": ws, "kinds": ["user_text", "assistant_text", "system"]},
+        ),
         "lock workspace statistics": (q.LOCK_WORKSPACE_STATS, {"ws": ws}),
         **{
             f"recount scope counts {i}": (statement, {"ws": ws})
@@ -610,17 +613,33 @@ def _newest_plan(dsn: str, query: str, **filters: Any) -> Any:
     return plan
 
 
-@pytest.mark.parametrize(
-    ("query", "filters"),
-    [
-        ("the", {}),
-        ("the and of", {}),
-        ("error", {}),
-        ("the", {"since": T0 + timedelta(days=2), "until": T0 + timedelta(days=5)}),
-        ("the", {"kinds": ("tool_error", "summary")}),
-        ("the", {"roles": ("user",)}),
-    ],
-)
+def _newest_scope(filters: dict[str, Any]) -> Any:
+    """The `Filters` a search of ``ws-a`` with these request filters reads under."""
+    from pgsearch.plan import Filters
+
+    return Filters(
+        workspace="ws-a",
+        kinds=tuple(
+            filters.get("kinds", ("user_text", "assistant_text", "tool_input", "tool_error"))
+        ),
+        roles=tuple(filters.get("roles", ())),
+        since=filters.get("since"),
+        until=filters.get("until"),
+    )
+
+
+#: Newest-first reads: words common alone and together, a time range, kinds, a role.
+NEWEST_READS: list[tuple[str, dict[str, Any]]] = [
+    ("the", {}),
+    ("the and of", {}),
+    ("error", {}),
+    ("the", {"since": T0 + timedelta(days=2), "until": T0 + timedelta(days=5)}),
+    ("the", {"kinds": ("tool_error", "summary")}),
+    ("the", {"roles": ("user",)}),
+]
+
+
+@pytest.mark.parametrize(("query", "filters"), NEWEST_READS)
 def test_a_newest_first_walk_reads_the_same_candidates(
     big_dsn: str, query: str, filters: dict[str, Any]
 ) -> None:
@@ -630,18 +649,9 @@ def test_a_newest_first_walk_reads_the_same_candidates(
     and many entries; and a walk long enough to find them reads no match from the
     index."""
     from pgsearch.db import queries as q
-    from pgsearch.plan import Filters
 
     plan = _newest_plan(big_dsn, query, **filters)
-    scope = Filters(
-        workspace="ws-a",
-        kinds=tuple(
-            filters.get("kinds", ("user_text", "assistant_text", "tool_input", "tool_error"))
-        ),
-        roles=tuple(filters.get("roles", ())),
-        since=filters.get("since"),
-        until=filters.get("until"),
-    )
+    scope = _newest_scope(filters)
     answers = {}
     with psycopg.connect(big_dsn) as conn:
         for walk in (plan.walk, 0, 1, plan.cap - 1, 10 * plan.cap, 1_000_000):
@@ -695,14 +705,7 @@ _SPREAD_REFERENCE = (
 
 
 @pytest.mark.parametrize(
-    ("query", "filters"),
-    [
-        ("the", {}),
-        ("the and of", {}),
-        ("error", {}),
-        ("the", {"since": T0 + timedelta(days=2), "until": T0 + timedelta(days=5)}),
-        ("the", {"roles": ("user",)}),
-    ],
+    ("query", "filters"), [(q, f) for q, f in NEWEST_READS if "kinds" not in f]
 )
 def test_the_session_spread_is_each_sessions_newest_match(
     big_dsn: str, query: str, filters: dict[str, Any]
@@ -711,16 +714,9 @@ def test_the_session_spread_is_each_sessions_newest_match(
     match, the newest match of each matching session, the newest `cap` of them in
     `NEWEST_FIRST` order; and, for any scan, the rows the statement it replaced read."""
     from pgsearch.db import queries as q
-    from pgsearch.plan import Filters
 
     plan = _newest_plan(big_dsn, query, **filters)
-    scope = Filters(
-        workspace="ws-a",
-        kinds=("user_text", "assistant_text", "tool_input", "tool_error"),
-        roles=tuple(filters.get("roles", ())),
-        since=filters.get("since"),
-        until=filters.get("until"),
-    )
+    scope = _newest_scope(filters)
     with psycopg.connect(big_dsn) as conn:
         where = q._filter_sql(scope, "m")
         params = q._filter_params(scope)
