@@ -950,18 +950,46 @@ _PICKED: LiteralString = (
 # once; every unit is tested on them (a unit's terms are query terms, so a document
 # holds the unit exactly when these entries do), with the units' tsqueries made
 # once per statement rather than once per match.
+_UNITS: LiteralString = (
+    "u AS MATERIALIZED (SELECT u.q, u.w FROM "
+    "unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w))"
+)
+#: The candidate columns of a row of `_PICKED` with its query-term entries ``v``.
+_COVERED_COLUMNS: LiteralString = (
+    _CANDIDATE_HEAD + "m.v::text AS tfs, "
+    "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
+    "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
+)
+#: `_PICKED` with the query-term entries ``v`` of each match of `where`.
+_PICKED_COVERED: LiteralString = (
+    "SELECT " + _PICKED + ", f.v FROM messages m CROSS JOIN LATERAL (SELECT "
+    "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}') AS v OFFSET 0) f WHERE "
+)
+
+
+def _by_coverage(v: LiteralString) -> LiteralString:
+    """The best-covering `cap` first (the units ``u`` its entries `v` hold), newest
+    first on ties."""
+    return (
+        " ORDER BY (SELECT coalesce(sum(u.w), 0) FROM u WHERE "
+        + v
+        + " @@ u.q) DESC, "
+        + NEWEST_FIRST
+        + " LIMIT %(cap)s"
+    )
+
+
 def _coverage_sql(where: LiteralString) -> LiteralString:
     return (
-        "WITH u AS MATERIALIZED (SELECT u.q, u.w FROM "
-        "unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w)) "
-        + _CANDIDATE_HEAD
-        + "m.v::text AS tfs, "
-        "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
-        "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
-        "FROM (SELECT " + _PICKED + ", f.v FROM messages m CROSS JOIN LATERAL (SELECT "
-        "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}') AS v OFFSET 0) f "
-        "WHERE " + where + " ORDER BY (SELECT coalesce(sum(u.w), 0) FROM u WHERE f.v @@ u.q) "
-        "DESC, " + NEWEST_FIRST + " LIMIT %(cap)s) AS m"
+        "WITH "
+        + _UNITS
+        + " "
+        + _COVERED_COLUMNS
+        + "FROM ("
+        + _PICKED_COVERED
+        + where
+        + _by_coverage("f.v")
+        + ") AS m"
     )
 
 
@@ -1300,13 +1328,72 @@ SCOPE_COUNTS_BEHIND: LiteralString = "SELECT NOT " + _SCOPE_COUNTS_AGREE
 
 def spread_with_candidates(filters: Filters, plan: CandidatePlan, *, scan: int) -> bool:
     """Whether the per-session spread (`session_spread_sql`, with `scan`) is read with
-    the plan's candidates (`newest_and_spread_sql`): a newest-first plan that reads
-    every match from the index (it does not walk), whose matches are known to be few
-    enough that the spread's scan would read them all, with room to spare for
-    messages stored after the statistics were read (its words' dfs: half the scan)."""
+    the plan's candidates:
+
+    - a newest-first plan that reads every match from the index (it does not walk),
+      whose matches are known to be few enough that the spread's scan would read them
+      all, with room to spare for messages stored after the statistics were read (its
+      words' dfs: half the scan): `newest_and_spread_sql`;
+    - a best-covering plan (it reads every match), unless a unit of one word alone is
+      found in more messages than the scan: `coverage_and_spread_sql`, which reads the
+      spread when its scan would read every match (and says when it would not)."""
+    if plan.strategy == "any_unit_by_coverage":
+        return all(
+            len(unit) > 1 or max((e.df for e in unit[0]), default=0) <= scan
+            for unit, _ in plan.coverage
+        )
     if not plan.newest_first or (plan.walk and _walks(filters)):
         return False
     return 2 * min(map(group_df, plan.groups)) <= scan
+
+
+def coverage_and_spread_sql(
+    filters: Filters, plan: CandidatePlan, *, scan: int
+) -> tuple[LiteralString, dict[str, Any]]:
+    """The rows of `candidates_sql` for a best-covering plan (tagged ``c``) and, from
+    the same read of the matches, those of `session_spread_sql` with `scan` when the
+    candidates fill the cap and the scan would read every match (tagged ``s``: the
+    newest match of each session, the newest `cap` of those, newest first). When more
+    than `scan` match, one row tagged ``x`` instead of the spread's: it is read on its
+    own (`session_spread_sql`)."""
+    # The matches are kept with their candidate columns, not their tsvectors.
+    count: LiteralString = "(SELECT n.n FROM n)"
+    columns: LiteralString = (
+        "m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, m.v::text AS tfs,"
+        " m.phrase_hit, m.tool_name"
+    )
+    sql: LiteralString = (
+        "WITH "
+        + _UNITS
+        + ", a AS MATERIALIZED (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at,"
+        " m.token_count, f.v, CASE WHEN %(phrase)s::tsquery IS NULL THEN false"
+        " ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name"
+        " FROM messages m CROSS JOIN LATERAL (SELECT"
+        " ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}') AS v OFFSET 0) f WHERE "
+        + _filter_sql(filters, "m")
+        + " AND m.tsv @@ %(tsq)s::tsquery), n AS MATERIALIZED (SELECT count(*) AS n FROM a), "
+        "s AS ("
+        + _sessions_newest("a c")
+        + ") SELECT 'c' AS tag, c.* FROM (SELECT "
+        + columns
+        + " FROM a m"
+        + _by_coverage("m.v")
+        + ") c UNION ALL SELECT 's', s.* FROM (SELECT "
+        + columns
+        + " FROM a m JOIN s ON s.session_id = m.session_id AND s.seq = m.seq WHERE "
+        + count
+        + " BETWEEN %(cap)s AND %(scan)s ORDER BY "
+        + NEWEST_FIRST
+        + ") s UNION ALL SELECT 'x', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+        " WHERE " + count + " > %(scan)s"
+    )
+    params = _candidate_params(filters, plan)
+    params.update(
+        unit_q=[tsquery_and(unit) for unit, _ in plan.coverage],
+        unit_w=[weight for _, weight in plan.coverage],
+        scan=scan,
+    )
+    return sql, params
 
 
 def newest_and_spread_sql(

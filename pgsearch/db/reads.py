@@ -38,6 +38,7 @@ __all__ = [
     "browse_page",
     "candidates",
     "count_in_scope",
+    "coverage_and_spread",
     "cursor_key",
     "direct_search",
     "every_match",
@@ -146,6 +147,21 @@ def newest_and_spread(filters: Filters, plan: CandidatePlan) -> Statement[tuple[
     sql, params = q.newest_and_spread_sql(filters, plan)
     return Statement(
         "candidates and per session", sql, params, lambda r: (str(r[0]), _candidate(r[1:]))
+    )
+
+
+def coverage_and_spread(
+    filters: Filters, plan: CandidatePlan, *, scan: int
+) -> Statement[tuple[str, CandidateRow | None]]:
+    """`candidates` of a best-covering plan (tagged ``c``) and, when they fill the cap
+    and `scan` covers every match, `session_spread` (``s``), in one read of the
+    matches; a row tagged ``x`` (no candidate) when the spread was not read."""
+    sql, params = q.coverage_and_spread_sql(filters, plan, scan=scan)
+    return Statement(
+        "candidates and per session",
+        sql,
+        params,
+        lambda r: (str(r[0]), None if r[0] == "x" else _candidate(r[1:])),
     )
 
 
@@ -526,29 +542,37 @@ def plan_rows(
     of that scan too, where it is read with the candidates."""
     if field_plan is None:
         held_fields = []
-    both = (
+    both: Statement[Any] | None = None
+    if (
         held_candidates is None
         and not exhaustive
         and spread_scan > 0
         and q.spread_with_candidates(filters, plan, scan=spread_scan)
-    )
+    ):
+        both = (
+            coverage_and_spread(filters, plan, scan=spread_scan)
+            if plan.strategy == "any_unit_by_coverage"
+            else newest_and_spread(filters, plan)
+        )
     got = yield from fetch_named(
         {
             "candidates": None
-            if held_candidates is not None or both
+            if held_candidates is not None or both is not None
             else (every_match if exhaustive else candidates)(filters, plan),
-            "both": newest_and_spread(filters, plan) if both else None,
+            "both": both,
             "fields": None
             if held_fields is not None or field_plan is None
             else session_fields(filters.workspace, field_plan, capped=not exhaustive),
         }
     )
-    if both:
-        tagged: list[tuple[str, CandidateRow]] = got["both"]
+    if both is not None:
+        tagged: list[tuple[str, CandidateRow | None]] = got["both"]
         return PlanRows(
-            candidates=[row for tag, row in tagged if tag == "c"],
+            candidates=[row for tag, row in tagged if tag == "c" and row is not None],
             fields=got["fields"] if held_fields is None else held_fields,
-            spread=[row for tag, row in tagged if tag == "s"],
+            spread=None
+            if any(tag == "x" for tag, _ in tagged)
+            else [row for tag, row in tagged if tag == "s" and row is not None],
         )
     return PlanRows(
         candidates=got["candidates"] if held_candidates is None else held_candidates,

@@ -238,6 +238,7 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     spread = "DISTINCT ON (c.session_id COLLATE"
     assert any(spread in text for text in captured), "per-session spread"
     assert any("SELECT 'c' AS tag" in text for text in captured), "spread with candidates"
+    assert any("'x', NULL" in text for text in captured), "spread with best-covering"
     assert any("ORDER BY m.created_at DESC" in text for text in captured)
     assert any("LIMIT %(walk)s" in text for text in captured), "newest-first walk not read"
     assert any("term_list_heads" in text for text in captured), "list heads not read"
@@ -758,3 +759,67 @@ def test_the_session_spread_is_each_sessions_newest_match(
             spread_alone = conn.execute(sql_text, p).fetchall()  # type: ignore[call-overload]
             assert [tuple(r[1:]) for r in both if r[0] == "c"] == [tuple(r) for r in alone]
             assert [tuple(r[1:]) for r in both if r[0] == "s"] == [tuple(r) for r in spread_alone]
+
+
+@pytest.mark.parametrize("filters", [{}, {"roles": ("user",)}, {"kinds": ("tool_error",)}])
+def test_best_covering_candidates_read_the_session_spread_with_them(
+    big_dsn: str, filters: dict[str, Any]
+) -> None:
+    """A best-covering plan's candidates and its per-session spread in one read
+    (`queries.coverage_and_spread_sql`): the rows of `candidates_sql` (``c``) and, when
+    they fill the cap and the scan would read every match, those of
+    `session_spread_sql` (``s``), each in its order; when more match than the scan,
+    an ``x`` row and no spread; none when the candidates do not fill the cap."""
+    from pgsearch.db import queries as q
+
+    settings = Settings.from_env().with_(candidate_cap=10, stop_df_ratio=0.2)
+    with PgSearch.connect(big_dsn, settings=settings) as pg:
+        result = pg.provider(workspace="ws-a").explain(
+            SessionQueryRequest(query="error file test naive cafe resume", **filters)
+        )
+    assert result.trace is not None and result.trace.plan is not None
+    plan = result.trace.plan
+    assert plan.strategy == "any_unit_by_coverage"
+    scope = _newest_scope(filters)
+    with psycopg.connect(big_dsn) as conn:
+        params = q._filter_params(scope)
+        params["tsq"] = q.candidate_tsquery(plan)
+        (matches,) = conn.execute(  # type: ignore[call-overload]
+            "SELECT count(*) FROM messages m WHERE "
+            + q._filter_sql(scope, "m")
+            + " AND m.tsv @@ %(tsq)s::tsquery",
+            params,
+        ).fetchone()
+        assert matches > 20, "many messages match"
+        seen = set()
+        for cap, scan in (
+            (7, matches),
+            (7, 1_000_000),
+            (7, matches - 1),
+            (7, 1),
+            (matches, matches),
+            (matches + 1, 1_000_000),
+        ):
+            capped = replace(plan, cap=cap)
+            sql_text, p = q.coverage_and_spread_sql(scope, capped, scan=scan)
+            both = conn.execute(sql_text, p).fetchall()  # type: ignore[call-overload]
+            sql_text, p = q.candidates_sql(scope, capped)
+            alone = conn.execute(sql_text, p).fetchall()  # type: ignore[call-overload]
+            assert [tuple(r[1:]) for r in both if r[0] == "c"] == [tuple(r) for r in alone]
+            spread = [tuple(r[1:]) for r in both if r[0] == "s"]
+            marked = [r for r in both if r[0] == "x"]
+            if matches > scan:
+                assert spread == [] and len(marked) == 1, (cap, scan)
+                seen.add("x")
+                continue
+            assert marked == [], (cap, scan)
+            if matches < cap:
+                assert spread == [], (cap, scan)
+                seen.add("uncapped")
+                continue
+            sql_text, p = q.session_spread_sql(scope, capped, scan=scan)
+            reference = conn.execute(sql_text, p).fetchall()  # type: ignore[call-overload]
+            assert spread == [tuple(r) for r in reference], (cap, scan)
+            assert spread and len({r[0] for r in spread}) == len(spread), "one per session"
+            seen.add("spread")
+    assert seen == {"x", "uncapped", "spread"}
