@@ -1334,26 +1334,41 @@ def spread_with_candidates(filters: Filters, plan: CandidatePlan, *, scan: int) 
       whose matches are known to be few enough that the spread's scan would read them
       all, with room to spare for messages stored after the statistics were read (its
       words' dfs: half the scan): `newest_and_spread_sql`;
-    - a best-covering plan (it reads every match), unless a unit of one word alone is
-      found in more messages than the scan: `coverage_and_spread_sql`, which reads the
-      spread when its scan would read every match (and says when it would not)."""
+    - a best-covering plan (it reads every match), unless a driving unit of one word
+      is found in more messages than the scan: `coverage_and_spread_sql`, which reads
+      the spread when its scan would read every match (and says when it would not)."""
     if plan.strategy == "any_unit_by_coverage":
         return all(
             len(unit) > 1 or max((e.df for e in unit[0]), default=0) <= scan
-            for unit, _ in plan.coverage
+            for unit in plan.drivers
         )
     if not plan.newest_first or (plan.walk and _walks(filters)):
         return False
     return 2 * min(map(group_df, plan.groups)) <= scan
 
 
+#: A row ``m`` of the matches that is not among the candidates ``k`` (the client
+#: keeps only the spread's others).
+_NOT_IN_K: LiteralString = (
+    "NOT EXISTS (SELECT 1 FROM k WHERE k.session_id = m.session_id AND k.seq = m.seq)"
+)
+
+
+def spread_ahead(filters: Filters, plan: CandidatePlan) -> bool:
+    """Whether the per-session spread is read in the candidates' trip, beside them: a
+    plan that walks is chosen when many more messages are expected to match than the
+    cap (`plan.newest_walk`), so its candidates are expected to fill it."""
+    return plan.newest_first and bool(plan.walk) and _walks(filters)
+
+
 def coverage_and_spread_sql(
     filters: Filters, plan: CandidatePlan, *, scan: int
 ) -> tuple[LiteralString, dict[str, Any]]:
     """The rows of `candidates_sql` for a best-covering plan (tagged ``c``) and, from
-    the same read of the matches, those of `session_spread_sql` with `scan` when the
-    candidates fill the cap and the scan would read every match (tagged ``s``: the
-    newest match of each session, the newest `cap` of those, newest first). When more
+    the same read of the matches, those of `session_spread_sql` with `scan` that are
+    not candidates, when the candidates fill the cap and the scan would read every
+    match (tagged ``s``: the newest match of each session, the newest `cap` of those,
+    newest first). When more
     than `scan` match, one row tagged ``x`` instead of the spread's: it is read on its
     own (`session_spread_sql`)."""
     # The matches are kept with their candidate columns, not their tsvectors.
@@ -1372,17 +1387,22 @@ def coverage_and_spread_sql(
         " ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}') AS v OFFSET 0) f WHERE "
         + _filter_sql(filters, "m")
         + " AND m.tsv @@ %(tsq)s::tsquery), n AS MATERIALIZED (SELECT count(*) AS n FROM a), "
-        "s AS ("
+        "k AS MATERIALIZED (SELECT m.* FROM (SELECT m.*, (SELECT coalesce(sum(u.w), 0) FROM u"
+        " WHERE m.v @@ u.q) AS covered FROM a m) m ORDER BY m.covered DESC, "
+        + NEWEST_FIRST
+        + " LIMIT %(cap)s), s AS ("
         + _sessions_newest("a c")
         + ") SELECT 'c' AS tag, c.* FROM (SELECT "
         + columns
-        + " FROM a m"
-        + _by_coverage("m.v")
+        + " FROM k m ORDER BY m.covered DESC, "
+        + NEWEST_FIRST
         + ") c UNION ALL SELECT 's', s.* FROM (SELECT "
         + columns
         + " FROM a m JOIN s ON s.session_id = m.session_id AND s.seq = m.seq WHERE "
         + count
-        + " BETWEEN %(cap)s AND %(scan)s ORDER BY "
+        + " BETWEEN %(cap)s AND %(scan)s AND "
+        + _NOT_IN_K
+        + " ORDER BY "
         + NEWEST_FIRST
         + ") s UNION ALL SELECT 'x', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
         " WHERE " + count + " > %(scan)s"
@@ -1401,25 +1421,27 @@ def newest_and_spread_sql(
 ) -> tuple[LiteralString, dict[str, Any]]:
     """The rows of `candidates_sql` for a newest-first plan that does not walk (tagged
     ``c``) and those of `session_spread_sql` when its scan reads every match (tagged
-    ``s``), from one read of the matches: the newest `cap` matches, and the newest
-    match of each session that has one, the newest `cap` of those, each newest first
-    (`NEWEST_FIRST`)."""
+    ``s``) that are not candidates, from one read of the matches: the newest `cap`
+    matches, and the newest match of each session that has one, the newest `cap` of
+    those, each newest first (`NEWEST_FIRST`)."""
     where = _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
     sql: LiteralString = (
         "WITH a AS MATERIALIZED (SELECT "
         + _PICKED
         + " FROM messages m WHERE "
         + where
-        + "), s AS ("
+        + "), k AS MATERIALIZED (SELECT m.* FROM a m ORDER BY "
+        + NEWEST_FIRST
+        + " LIMIT %(cap)s), s AS ("
         + _sessions_newest("a c")
         + ") SELECT 'c' AS tag, c.* FROM ("
         + _BOUNDED_COLUMNS
-        + "FROM (SELECT m.* FROM a m ORDER BY "
+        + "FROM (SELECT m.* FROM k m ORDER BY "
         + NEWEST_FIRST
-        + " LIMIT %(cap)s) AS m) c UNION ALL SELECT 's', s.* FROM ("
+        + ") AS m) c UNION ALL SELECT 's', s.* FROM ("
         + _BOUNDED_COLUMNS
         + "FROM (SELECT m.* FROM a m JOIN s ON s.session_id = m.session_id AND s.seq = m.seq"
-        " ORDER BY " + NEWEST_FIRST + ") AS m) s"
+        " WHERE " + _NOT_IN_K + " ORDER BY " + NEWEST_FIRST + ") AS m) s"
     )
     return sql, _candidate_params(filters, plan)
 

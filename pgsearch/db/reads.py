@@ -539,7 +539,9 @@ def plan_rows(
     plan's own) and, in one round trip, the plan's statements for the others (none:
     no trip). With `exhaustive`, every match and every matching session, uncapped;
     with no `field_plan`, no sessions. With `spread_scan`, the per-session spread
-    of that scan too, where it is read with the candidates."""
+    of that scan too, where it is read with the candidates
+    (`queries.spread_with_candidates`) or the candidates are expected to fill the
+    cap (`queries.spread_ahead`: it is sent in the same trip)."""
     if field_plan is None:
         held_fields = []
     both: Statement[Any] | None = None
@@ -554,12 +556,20 @@ def plan_rows(
             if plan.strategy == "any_unit_by_coverage"
             else newest_and_spread(filters, plan)
         )
+    ahead = (
+        both is None
+        and held_candidates is None
+        and not exhaustive
+        and spread_scan > 0
+        and q.spread_ahead(filters, plan)
+    )
     got = yield from fetch_named(
         {
             "candidates": None
             if held_candidates is not None or both is not None
             else (every_match if exhaustive else candidates)(filters, plan),
             "both": both,
+            "spread": session_spread(filters, plan, scan=spread_scan) if ahead else None,
             "fields": None
             if held_fields is not None or field_plan is None
             else session_fields(filters.workspace, field_plan, capped=not exhaustive),
@@ -577,4 +587,5 @@ def plan_rows(
     return PlanRows(
         candidates=got["candidates"] if held_candidates is None else held_candidates,
         fields=got["fields"] if held_fields is None else held_fields,
+        spread=got["spread"] if ahead else None,
     )

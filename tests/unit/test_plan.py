@@ -552,3 +552,38 @@ def test_the_spread_is_read_with_the_candidates_only_where_it_reads_every_match(
     rare = plan_for("cluster", {"cluster": 40})
     assert not rare.newest_first
     assert not spread_with_candidates(everything, rare, scan=20_000)
+
+
+def test_a_best_covering_plan_reads_the_spread_with_its_candidates() -> None:
+    """`queries.spread_with_candidates` for ``any_unit_by_coverage``: its read gives the
+    spread when the scan covers every match, so it is sent unless a driving word alone
+    is known to match more than the scan (a stop-like word scores but never drives)."""
+    from pgsearch.db.queries import spread_ahead, spread_with_candidates
+    from pgsearch.plan import Filters
+
+    everything = Filters(workspace="w", kinds=("user_text",))
+    plan = plan_for("alpha bravo the", {"alpha": 700, "bravo": 600, "the": 90_000}, n=1_000_000)
+    assert plan.strategy == "any_unit_by_coverage"
+    assert spread_with_candidates(everything, plan, scan=20_000)
+    assert spread_with_candidates(everything, plan, scan=700)
+    assert not spread_with_candidates(everything, plan, scan=699)
+    assert not spread_ahead(everything, plan)
+
+
+def test_the_spread_is_sent_ahead_with_the_candidates_of_a_plan_that_walks() -> None:
+    """`queries.spread_ahead`: a walk is planned when many more match than the cap, so
+    the spread is sent in the candidates' trip; not where the plan never walks."""
+    from pgsearch.db.queries import spread_ahead
+    from pgsearch.plan import Filters
+
+    everything = Filters(workspace="w", kinds=("user_text",))
+    walking = plan_for("the", {"the": 9_000})
+    assert walking.walk > 0 and spread_ahead(everything, walking)
+    for narrowed in (
+        Filters(workspace="w", kinds=("user_text",), roles=("user",)),
+        Filters(workspace="w", kinds=("user_text",), session_id="s"),
+        Filters(workspace="w", kinds=("tool_input",), tool_name="bash"),
+    ):
+        assert not spread_ahead(narrowed, walking)
+    middling = plan_for("cluster", {"cluster": 1_200})
+    assert not spread_ahead(everything, middling)
