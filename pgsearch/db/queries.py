@@ -1276,14 +1276,18 @@ def _candidate_params(filters: Filters, plan: CandidatePlan) -> dict[str, Any]:
     return params
 
 
-def _sessions_newest(rows: LiteralString) -> LiteralString:
-    """The keys of the newest row of each session among `rows` (a FROM item named
-    ``c`` with ``session_id``, ``seq``, ``created_at``), the newest `cap` of those
-    (`NEWEST_FIRST`). Sessions are told apart byte by byte (their order here is only
-    a grouping, and equal ids are equal in any collation)."""
+def _sessions_newest(
+    rows: LiteralString,
+    columns: LiteralString = "c.session_id, c.seq, c.created_at",
+    out: LiteralString = "e.session_id, e.seq",
+) -> LiteralString:
+    """The keys (`out` of `columns`) of the newest row of each session among `rows` (a
+    FROM item named ``c`` with ``session_id``, ``seq``, ``created_at``), the newest
+    `cap` of those (`NEWEST_FIRST`). Sessions are told apart byte by byte (their order
+    here is only a grouping, and equal ids are equal in any collation)."""
     return (
-        "SELECT e.session_id, e.seq FROM ("
-        'SELECT DISTINCT ON (c.session_id COLLATE "C") c.session_id, c.seq, c.created_at '
+        "SELECT " + out + " FROM ("
+        'SELECT DISTINCT ON (c.session_id COLLATE "C") ' + columns + " "
         "FROM " + rows + ' ORDER BY c.session_id COLLATE "C", c.created_at DESC, c.seq DESC) e '
         "ORDER BY e.created_at DESC, e.session_id, e.seq DESC LIMIT %(cap)s"
     )
@@ -1347,13 +1351,6 @@ def spread_with_candidates(filters: Filters, plan: CandidatePlan, *, scan: int) 
     return 2 * min(map(group_df, plan.groups)) <= scan
 
 
-#: A row ``m`` of the matches that is not among the candidates ``k`` (the client
-#: keeps only the spread's others).
-_NOT_IN_K: LiteralString = (
-    "NOT EXISTS (SELECT 1 FROM k WHERE k.session_id = m.session_id AND k.seq = m.seq)"
-)
-
-
 def spread_ahead(filters: Filters, plan: CandidatePlan) -> bool:
     """Whether the per-session spread is read in the candidates' trip, beside them: a
     plan that walks is chosen when many more messages are expected to match than the
@@ -1365,13 +1362,13 @@ def coverage_and_spread_sql(
     filters: Filters, plan: CandidatePlan, *, scan: int
 ) -> tuple[LiteralString, dict[str, Any]]:
     """The rows of `candidates_sql` for a best-covering plan (tagged ``c``) and, from
-    the same read of the matches, those of `session_spread_sql` with `scan` that are
-    not candidates, when the candidates fill the cap and the scan would read every
-    match (tagged ``s``: the newest match of each session, the newest `cap` of those,
-    newest first). When more
+    the same read of the matches, those of `session_spread_sql` with `scan` when the
+    candidates fill the cap and the scan would read every match (tagged ``s``: the
+    newest match of each session, the newest `cap` of those, newest first). When more
     than `scan` match, one row tagged ``x`` instead of the spread's: it is read on its
     own (`session_spread_sql`)."""
-    # The matches are kept with their candidate columns, not their tsvectors.
+    # The matches are kept with their candidate columns, not their tsvectors; the
+    # spread keeps each session's newest whole (no join back by key).
     count: LiteralString = "(SELECT n.n FROM n)"
     columns: LiteralString = (
         "m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, m.v::text AS tfs,"
@@ -1387,22 +1384,17 @@ def coverage_and_spread_sql(
         " ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}') AS v OFFSET 0) f WHERE "
         + _filter_sql(filters, "m")
         + " AND m.tsv @@ %(tsq)s::tsquery), n AS MATERIALIZED (SELECT count(*) AS n FROM a), "
-        "k AS MATERIALIZED (SELECT m.* FROM (SELECT m.*, (SELECT coalesce(sum(u.w), 0) FROM u"
-        " WHERE m.v @@ u.q) AS covered FROM a m) m ORDER BY m.covered DESC, "
-        + NEWEST_FIRST
-        + " LIMIT %(cap)s), s AS ("
-        + _sessions_newest("a c")
+        "s AS ("
+        + _sessions_newest("a c", "c.*", "e.*")
         + ") SELECT 'c' AS tag, c.* FROM (SELECT "
         + columns
-        + " FROM k m ORDER BY m.covered DESC, "
-        + NEWEST_FIRST
+        + " FROM a m"
+        + _by_coverage("m.v")
         + ") c UNION ALL SELECT 's', s.* FROM (SELECT "
         + columns
-        + " FROM a m JOIN s ON s.session_id = m.session_id AND s.seq = m.seq WHERE "
+        + " FROM s m WHERE "
         + count
-        + " BETWEEN %(cap)s AND %(scan)s AND "
-        + _NOT_IN_K
-        + " ORDER BY "
+        + " BETWEEN %(cap)s AND %(scan)s ORDER BY "
         + NEWEST_FIRST
         + ") s UNION ALL SELECT 'x', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
         " WHERE " + count + " > %(scan)s"
@@ -1421,27 +1413,25 @@ def newest_and_spread_sql(
 ) -> tuple[LiteralString, dict[str, Any]]:
     """The rows of `candidates_sql` for a newest-first plan that does not walk (tagged
     ``c``) and those of `session_spread_sql` when its scan reads every match (tagged
-    ``s``) that are not candidates, from one read of the matches: the newest `cap`
-    matches, and the newest match of each session that has one, the newest `cap` of
-    those, each newest first (`NEWEST_FIRST`)."""
+    ``s``), from one read of the matches: the newest `cap` matches, and the newest
+    match of each session that has one, the newest `cap` of those, each newest first
+    (`NEWEST_FIRST`)."""
     where = _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
     sql: LiteralString = (
         "WITH a AS MATERIALIZED (SELECT "
         + _PICKED
         + " FROM messages m WHERE "
         + where
-        + "), k AS MATERIALIZED (SELECT m.* FROM a m ORDER BY "
-        + NEWEST_FIRST
-        + " LIMIT %(cap)s), s AS ("
+        + "), s AS ("
         + _sessions_newest("a c")
         + ") SELECT 'c' AS tag, c.* FROM ("
         + _BOUNDED_COLUMNS
-        + "FROM (SELECT m.* FROM k m ORDER BY "
+        + "FROM (SELECT m.* FROM a m ORDER BY "
         + NEWEST_FIRST
-        + ") AS m) c UNION ALL SELECT 's', s.* FROM ("
+        + " LIMIT %(cap)s) AS m) c UNION ALL SELECT 's', s.* FROM ("
         + _BOUNDED_COLUMNS
         + "FROM (SELECT m.* FROM a m JOIN s ON s.session_id = m.session_id AND s.seq = m.seq"
-        " WHERE " + _NOT_IN_K + " ORDER BY " + NEWEST_FIRST + ") AS m) s"
+        " ORDER BY " + NEWEST_FIRST + ") AS m) s"
     )
     return sql, _candidate_params(filters, plan)
 
