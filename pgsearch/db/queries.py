@@ -945,15 +945,12 @@ _PICKED: LiteralString = (
 
 
 # When more than the cap match, the cap keeps the documents that cover the most
-# IDF-weighted query units (``unit_q``/``unit_w``), newest first on ties. Each match's
-# query-term entries (``v``, what ``tfs`` is made of) are taken from its tsvector
-# once; every unit is tested on them (a unit's terms are query terms, so a document
-# holds the unit exactly when these entries do), with the units' tsqueries made
-# once per statement rather than once per match.
-_UNITS: LiteralString = (
-    "u AS MATERIALIZED (SELECT u.q, u.w FROM "
-    "unnest(%(unit_q)s::text[]::tsquery[], %(unit_w)s::float8[]) AS u(q, w))"
-)
+# IDF-weighted query units (``unit_q<i>``/``unit_w<i>``), newest first on ties. Each
+# match's query-term entries (``v``, what ``tfs`` is made of) are taken from its
+# tsvector once; every unit is tested on them (a unit's terms are query terms, so a
+# document holds the unit exactly when these entries do), with the units' tsqueries
+# made once per statement (an InitPlan each) rather than once per match, and their
+# weights summed in one expression per match (no subquery per match).
 #: The candidate columns of a row of `_PICKED` with its query-term entries ``v``.
 _COVERED_COLUMNS: LiteralString = (
     _CANDIDATE_HEAD + "m.v::text AS tfs, "
@@ -967,28 +964,33 @@ _PICKED_COVERED: LiteralString = (
 )
 
 
-def _by_coverage(v: LiteralString) -> LiteralString:
-    """The best-covering `cap` first (the units ``u`` its entries `v` hold), newest
-    first on ties."""
-    return (
-        " ORDER BY (SELECT coalesce(sum(u.w), 0) FROM u WHERE "
-        + v
-        + " @@ u.q) DESC, "
-        + NEWEST_FIRST
-        + " LIMIT %(cap)s"
+def _by_coverage(v: LiteralString, units: int) -> LiteralString:
+    """The best-covering `cap` first (the weights of the `units` units its entries `v`
+    hold, summed in the units' order), newest first on ties."""
+    covered = " + ".join(
+        "CASE WHEN " + v + " @@ (SELECT %(unit_q" + str(i) + ")s::tsquery)"
+        " THEN %(unit_w" + str(i) + ")s::float8 ELSE 0 END"
+        for i in range(units)
     )
+    return " ORDER BY (" + (covered or "0") + ") DESC, " + NEWEST_FIRST + " LIMIT %(cap)s"
 
 
-def _coverage_sql(where: LiteralString) -> LiteralString:
+def _coverage_params(plan: CandidatePlan) -> dict[str, Any]:
+    """The units' tsqueries and weights of `_by_coverage`."""
+    params: dict[str, Any] = {}
+    for i, (unit, weight) in enumerate(plan.coverage):
+        params[f"unit_q{i}"] = tsquery_and(unit)
+        params[f"unit_w{i}"] = weight
+    return params
+
+
+def _coverage_sql(where: LiteralString, units: int) -> LiteralString:
     return (
-        "WITH "
-        + _UNITS
-        + " "
-        + _COVERED_COLUMNS
+        _COVERED_COLUMNS
         + "FROM ("
         + _PICKED_COVERED
         + where
-        + _by_coverage("f.v")
+        + _by_coverage("f.v", units)
         + ") AS m"
     )
 
@@ -1047,11 +1049,8 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
     where = scope + " AND m.tsv @@ %(tsq)s::tsquery"
     params = _candidate_params(filters, plan)
     if plan.strategy == "any_unit_by_coverage":
-        params.update(
-            unit_q=[tsquery_and(unit) for unit, _ in plan.coverage],
-            unit_w=[weight for _, weight in plan.coverage],
-        )
-        return _coverage_sql(where), params
+        params.update(_coverage_params(plan))
+        return _coverage_sql(where, len(plan.coverage)), params
     if plan.newest_first:
         walk = plan.walk if _walks(filters) else 0
         if walk:
@@ -1375,9 +1374,7 @@ def coverage_and_spread_sql(
         " m.phrase_hit, m.tool_name"
     )
     sql: LiteralString = (
-        "WITH "
-        + _UNITS
-        + ", a AS MATERIALIZED (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at,"
+        "WITH a AS MATERIALIZED (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at,"
         " m.token_count, f.v, CASE WHEN %(phrase)s::tsquery IS NULL THEN false"
         " ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name"
         " FROM messages m CROSS JOIN LATERAL (SELECT"
@@ -1389,7 +1386,7 @@ def coverage_and_spread_sql(
         + ") SELECT 'c' AS tag, c.* FROM (SELECT "
         + columns
         + " FROM a m"
-        + _by_coverage("m.v")
+        + _by_coverage("m.v", len(plan.coverage))
         + ") c UNION ALL SELECT 's', s.* FROM (SELECT "
         + columns
         + " FROM s m WHERE "
@@ -1400,11 +1397,7 @@ def coverage_and_spread_sql(
         " WHERE " + count + " > %(scan)s"
     )
     params = _candidate_params(filters, plan)
-    params.update(
-        unit_q=[tsquery_and(unit) for unit, _ in plan.coverage],
-        unit_w=[weight for _, weight in plan.coverage],
-        scan=scan,
-    )
+    params.update(_coverage_params(plan), scan=scan)
     return sql, params
 
 

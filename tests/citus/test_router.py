@@ -382,7 +382,7 @@ def test_every_statement_shape_is_a_router_query(proof: Any) -> None:
                 shapes.setdefault(s.text, (s.name, s.sql, dict(s.params or {}), unit.write))
     assert len(shapes) >= 40, len(shapes)
     # The capped reads: newest first by a walk, by the index, coverage, the spread.
-    for marker in ("LIMIT %(walk)s", "%(unit_q)s", 'DISTINCT ON (c.session_id COLLATE "C")'):
+    for marker in ("LIMIT %(walk)s", "%(unit_q0)s", 'DISTINCT ON (c.session_id COLLATE "C")'):
         assert any(marker in text for text in shapes), marker
     # The scope counts: summed, kept by writers, counted again by maintenance.
     for marker in ("FROM scope_counts c", "INTO scope_counts", "SET n_messages = EXCLUDED"):

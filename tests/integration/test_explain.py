@@ -234,7 +234,7 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert runs > 500
     assert _messages_seq_scans(big_dsn) == before, "a search ran a sequential scan of messages"
     assert len(captured) >= 20
-    assert any("%(unit_q)s" in text for text in captured), "coverage-ordered path not run"
+    assert any("%(unit_q0)s" in text for text in captured), "coverage-ordered path not run"
     spread = "DISTINCT ON (c.session_id COLLATE"
     assert any(spread in text for text in captured), "per-session spread"
     assert any("SELECT 'c' AS tag" in text for text in captured), "spread with candidates"
