@@ -916,19 +916,16 @@ def filter_clauses(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
 _CANDIDATE_HEAD: LiteralString = (
     "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
 )
-_CANDIDATE_TAIL: LiteralString = (
-    "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
-    "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
-    "FROM messages m WHERE "
+#: The query terms' entries of ``m``'s tsvector (positions give tf): marking them
+#: with weight A and filtering on it is a binary search per term in C, far cheaper
+#: than unnesting long documents.
+_ENTRIES: LiteralString = "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')"
+#: Whether ``m`` holds one of the query's phrases in order.
+_PHRASE_HIT: LiteralString = (
+    "CASE WHEN %(phrase)s::tsquery IS NULL THEN false ELSE m.tsv @@ %(phrase)s::tsquery END"
 )
-_CANDIDATE_COLUMNS: LiteralString = (
-    _CANDIDATE_HEAD
-    # The query terms' entries of the tsvector (positions give tf): marking them
-    # with weight A and filtering on it is a binary search per term in C, far
-    # cheaper than unnesting long documents.
-    + "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
-    + _CANDIDATE_TAIL
-)
+_CANDIDATE_TAIL: LiteralString = _PHRASE_HIT + " AS phrase_hit, m.tool_name FROM messages m WHERE "
+_CANDIDATE_COLUMNS: LiteralString = _CANDIDATE_HEAD + _ENTRIES + "::text AS tfs, " + _CANDIDATE_TAIL
 #: Newest first: by time, and on equal times (entries without a time of their own
 #: take the one before theirs) the later entry of a session first, so what was
 #: appended last is on top. ``messages_created_idx`` gives the time and session
@@ -953,15 +950,14 @@ _PICKED: LiteralString = (
 # weights summed in one expression per match (no subquery per match).
 #: The candidate columns of a row of `_PICKED` with its query-term entries ``v``.
 _COVERED_COLUMNS: LiteralString = (
-    _CANDIDATE_HEAD + "m.v::text AS tfs, "
-    "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
-    "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
+    _CANDIDATE_HEAD + "m.v::text AS tfs, " + _PHRASE_HIT + " AS phrase_hit, m.tool_name "
+)
+#: ``messages m`` with the query-term entries ``v`` of each row, taken once.
+_WITH_ENTRIES: LiteralString = (
+    "messages m CROSS JOIN LATERAL (SELECT " + _ENTRIES + " AS v OFFSET 0) f"
 )
 #: `_PICKED` with the query-term entries ``v`` of each match of `where`.
-_PICKED_COVERED: LiteralString = (
-    "SELECT " + _PICKED + ", f.v FROM messages m CROSS JOIN LATERAL (SELECT "
-    "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}') AS v OFFSET 0) f WHERE "
-)
+_PICKED_COVERED: LiteralString = "SELECT " + _PICKED + ", f.v FROM " + _WITH_ENTRIES + " WHERE "
 
 
 def _by_coverage(v: LiteralString, units: int) -> LiteralString:
@@ -1086,9 +1082,7 @@ LISTS_BUILT_AT = "SELECT s.built_at FROM term_list_state s WHERE s.workspace_id 
 #: The plan's match is tested by a call, not the ``@@`` operator, so that the planner
 #: never reads a common word's whole posting list to test it.
 _BOUNDED_COLUMNS: LiteralString = (
-    _CANDIDATE_HEAD + "ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}')::text AS tfs, "
-    "CASE WHEN %(phrase)s::tsquery IS NULL THEN false "
-    "     ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name "
+    _CANDIDATE_HEAD + _ENTRIES + "::text AS tfs, " + _PHRASE_HIT + " AS phrase_hit, m.tool_name "
 )
 _HIT: LiteralString = " AND ts_match_vq(m.tsv, %(tsq)s::tsquery)"
 
@@ -1221,9 +1215,9 @@ def direct_search_sql(
             " UNION ALL (SELECT 'c', NULL, NULL, NULL, NULL, NULL, NULL, m.session_id, m.seq,"
             " m.kind, m.role, m.created_at, m.token_count,"
             " ts_filter(setweight(m.tsv, 'A', (SELECT array_agg(DISTINCT e.term) FROM e)),"
-            " '{a}')::text, CASE WHEN %(phrase)s::tsquery IS NULL THEN false"
-            " ELSE m.tsv @@ %(phrase)s::tsquery END, m.tool_name, NULL, NULL"
-            " FROM messages m WHERE "
+            " '{a}')::text, "
+            + _PHRASE_HIT
+            + ", m.tool_name, NULL, NULL FROM messages m WHERE "
             + _filter_sql(filters, "m")
             + " AND m.tsv @@ (SELECT p.tsq FROM p) LIMIT (SELECT p.rows FROM p))"
         )
@@ -1375,10 +1369,11 @@ def coverage_and_spread_sql(
     )
     sql: LiteralString = (
         "WITH a AS MATERIALIZED (SELECT m.session_id, m.seq, m.kind, m.role, m.created_at,"
-        " m.token_count, f.v, CASE WHEN %(phrase)s::tsquery IS NULL THEN false"
-        " ELSE m.tsv @@ %(phrase)s::tsquery END AS phrase_hit, m.tool_name"
-        " FROM messages m CROSS JOIN LATERAL (SELECT"
-        " ts_filter(setweight(m.tsv, 'A', %(terms)s::text[]), '{a}') AS v OFFSET 0) f WHERE "
+        " m.token_count, f.v, "
+        + _PHRASE_HIT
+        + " AS phrase_hit, m.tool_name FROM "
+        + _WITH_ENTRIES
+        + " WHERE "
         + _filter_sql(filters, "m")
         + " AND m.tsv @@ %(tsq)s::tsquery), n AS MATERIALIZED (SELECT count(*) AS n FROM a), "
         "s AS ("
