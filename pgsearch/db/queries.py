@@ -1403,8 +1403,7 @@ def newest_and_spread_sql(
     ``c``) and those of `session_spread_sql` when its scan reads every match (tagged
     ``s``), from one read of the matches: the newest `cap` matches, and the newest
     match of each session that has one, the newest `cap` of those, each newest first
-    (`NEWEST_FIRST`). The spread keeps each session's newest match whole, with no join
-    back by key (a prepared plan's row estimates could make that a nested loop)."""
+    (`NEWEST_FIRST`)."""
     where = _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
     sql: LiteralString = (
         "WITH a AS MATERIALIZED (SELECT "
@@ -1412,16 +1411,15 @@ def newest_and_spread_sql(
         + " FROM messages m WHERE "
         + where
         + "), s AS ("
-        + _sessions_newest("a c", "c.*", "e.*")
+        + _sessions_newest("a c")
         + ") SELECT 'c' AS tag, c.* FROM ("
         + _BOUNDED_COLUMNS
         + "FROM (SELECT m.* FROM a m ORDER BY "
         + NEWEST_FIRST
         + " LIMIT %(cap)s) AS m) c UNION ALL SELECT 's', s.* FROM ("
         + _BOUNDED_COLUMNS
-        + "FROM (SELECT m.* FROM s m ORDER BY "
-        + NEWEST_FIRST
-        + ") AS m) s"
+        + "FROM (SELECT m.* FROM a m JOIN s ON s.session_id = m.session_id AND s.seq = m.seq"
+        " ORDER BY " + NEWEST_FIRST + ") AS m) s"
     )
     return sql, _candidate_params(filters, plan)
 
