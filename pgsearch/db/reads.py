@@ -544,25 +544,16 @@ def plan_rows(
     cap (`queries.spread_ahead`: it is sent in the same trip)."""
     if field_plan is None:
         held_fields = []
+    # The spread goes in this trip only with candidates read here, capped.
+    spreads = held_candidates is None and not exhaustive and spread_scan > 0
     both: Statement[Any] | None = None
-    if (
-        held_candidates is None
-        and not exhaustive
-        and spread_scan > 0
-        and q.spread_with_candidates(filters, plan, scan=spread_scan)
-    ):
+    if spreads and q.spread_with_candidates(filters, plan, scan=spread_scan):
         both = (
             coverage_and_spread(filters, plan, scan=spread_scan)
             if plan.strategy == "any_unit_by_coverage"
             else newest_and_spread(filters, plan)
         )
-    ahead = (
-        both is None
-        and held_candidates is None
-        and not exhaustive
-        and spread_scan > 0
-        and q.spread_ahead(filters, plan)
-    )
+    ahead = spreads and both is None and q.spread_ahead(filters, plan)
     got = yield from fetch_named(
         {
             "candidates": None

@@ -150,23 +150,25 @@ def _filters() -> list[dict[str, Any]]:
     return out
 
 
-def _seq_scans(plan: Any) -> list[str]:
-    found = []
+def _plan_nodes(plan: Any) -> Iterator[dict[str, Any]]:
+    """Every node of an EXPLAIN (FORMAT JSON) document, depth first."""
     if isinstance(plan, dict):
-        if plan.get("Node Type") == "Seq Scan" and plan.get("Relation Name") in {
-            "messages",
-            "sessions",
-            "vocabulary",
-            "workspace_stats",
-            "ingested_files",
-        }:
-            found.append(plan["Relation Name"])
+        yield plan
         for value in plan.values():
-            found.extend(_seq_scans(value))
+            yield from _plan_nodes(value)
     elif isinstance(plan, list):
         for item in plan:
-            found.extend(_seq_scans(item))
-    return found
+            yield from _plan_nodes(item)
+
+
+def _seq_scans(plan: Any) -> list[str]:
+    return [
+        node["Relation Name"]
+        for node in _plan_nodes(plan)
+        if node.get("Node Type") == "Seq Scan"
+        and node.get("Relation Name")
+        in {"messages", "sessions", "vocabulary", "workspace_stats", "ingested_files"}
+    ]
 
 
 def _messages_seq_scans(dsn: str) -> int:
@@ -285,19 +287,14 @@ def _cte_rescans(plan: Any) -> list[str]:
     plan's row estimates (a few rows for thousands) can choose that for a join of two
     materialized reads, and it then costs their product."""
     found = []
-    if isinstance(plan, dict):
-        children = plan.get("Plans", [])
-        if plan.get("Node Type") == "Nested Loop" and len(children) == 2:
+    for node in _plan_nodes(plan):
+        children = node.get("Plans", [])
+        if node.get("Node Type") == "Nested Loop" and len(children) == 2:
             inner = children[1]
             while inner.get("Node Type") in ("Materialize", "Subquery Scan") and inner.get("Plans"):
                 inner = inner["Plans"][0]
             if inner.get("Node Type") == "CTE Scan":
                 found.append(str(inner.get("CTE Name")))
-        for value in plan.values():
-            found.extend(_cte_rescans(value))
-    elif isinstance(plan, list):
-        for item in plan:
-            found.extend(_cte_rescans(item))
     return found
 
 
@@ -704,16 +701,11 @@ def test_a_newest_first_walk_reads_the_same_candidates(
 
 def _node_loops(plan: Any, index: str) -> list[int]:
     """How many times each plan node reading `index` ran."""
-    found = []
-    if isinstance(plan, dict):
-        if plan.get("Index Name") == index:
-            found.append(int(plan.get("Actual Loops", 0)))
-        for value in plan.values():
-            found.extend(_node_loops(value, index))
-    elif isinstance(plan, list):
-        for item in plan:
-            found.extend(_node_loops(item, index))
-    return found
+    return [
+        int(node.get("Actual Loops", 0))
+        for node in _plan_nodes(plan)
+        if node.get("Index Name") == index
+    ]
 
 
 #: The per-session spread as it read before it took the newest `cap` sessions ahead
