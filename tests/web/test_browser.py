@@ -10,6 +10,7 @@ page (not a blank or broken one). Playwright drives the system Chromium
 from __future__ import annotations
 
 import base64
+import json
 import os
 from collections.abc import Iterator
 from datetime import timedelta
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Route, expect, sync_playwright
 
 from pgsearch import PgSearch
 from tests.conftest import missing_part
@@ -176,11 +177,50 @@ def test_typo_search_open_session_page_and_filter(
     page.uncheck("#f-all")
     page.fill("#q", "stage")
     page.select_option("#f-role", "user")
+    # Unchecking "all" searched too; only the newest search's answer is shown.
+    expect(page.locator("#results")).to_have_attribute("aria-busy", "false")
     expect(page.locator(".result").first).to_be_visible()
     roles = page.locator(".result header span:nth-child(3)").all_inner_texts()
     assert roles and all(r.startswith("user") for r in roles), roles
     assert "role=user" in page.url
     assert errors == []
+
+
+def test_a_late_answer_to_an_earlier_search_never_replaces_a_later_one(
+    context: BrowserContext, server: LiveServer, tokens: dict[str, str]
+) -> None:
+    """The server's answer to the first of two searches is held back until the second
+    is shown; when it arrives, the page still shows the second search's results."""
+    page = context.new_page()
+    sign_in(page, server.url, tokens["read"])
+    held: list[Route] = []
+
+    def hold_the_first(route: Route) -> None:
+        body = json.loads(route.request.post_data or "{}")
+        if body.get("query") == "advisry lock" and not held:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/v1/search", hold_the_first)
+    page.fill("#q", "advisry lock")
+    page.press("#q", "Enter")
+    expect(page.locator("#results")).to_have_attribute("aria-busy", "true")
+    page.fill("#q", "retry budget")
+    page.press("#q", "Enter")
+    expect(page.locator("#results")).to_have_attribute("aria-busy", "false")
+    later = page.locator(".result .excerpt").all_inner_texts()
+    assert later and all("retry" in text.lower() for text in later), later
+    assert len(held) == 1
+
+    with page.expect_response("**/v1/search") as late:
+        held[0].fulfill(response=held[0].fetch())
+    assert late.value.ok
+    # Let the page's handlers run on the late answer before looking.
+    page.evaluate("() => new Promise((done) => setTimeout(done, 100))")
+    assert page.locator(".result .excerpt").all_inner_texts() == later
+    expect(page.locator("#results")).to_have_attribute("aria-busy", "false")
+    assert "q=retry+budget" in page.url
 
 
 def test_deep_links_keys_and_a_phone_screen(

@@ -10,7 +10,9 @@ const RESULTS = 20;
 const FILTERS = ["kind", "role", "tool", "session", "since", "until", "all"];
 
 const $ = (id) => document.getElementById(id);
-const state = { token: null, who: null, cursor: null, matches: [], selected: -1, view: null };
+// `searches` counts the searches started: only the newest one's answer is shown, so a
+// slow answer to an earlier search never replaces a later one's.
+const state = { token: null, who: null, cursor: null, matches: [], selected: -1, view: null, searches: 0 };
 
 function loadToken() {
   return sessionStorage.getItem(TOKEN_KEY) || localStorage.getItem(TOKEN_KEY);
@@ -191,13 +193,19 @@ function requestFrom(p) {
 async function runSearch(p, more) {
   const body = requestFrom(p);
   if (more && state.cursor) body.cursor = state.cursor;
+  const search = ++state.searches;
+  $("results").setAttribute("aria-busy", "true");
   status(more ? "Loading more…" : "Searching…");
   let result;
   try {
     result = await api("/v1/search", body);
   } catch (err) {
+    if (search !== state.searches) return;
+    $("results").setAttribute("aria-busy", "false");
     return failed(err);
   }
+  if (search !== state.searches) return;
+  $("results").setAttribute("aria-busy", "false");
   if (!more) {
     state.matches = [];
     $("results").replaceChildren();
@@ -313,13 +321,15 @@ async function openSession(p) {
   const seq = p.get("seq");
   const start = p.get("start");
   const path = "/v1/sessions/" + encodeURIComponent(sid);
-  state.view = { sid, first: null, last: null, next: null, count: null };
+  const view = { sid, first: null, last: null, next: null, count: null };
+  state.view = view;
   state.words = markedWords(state.matches);
   $("messages").replaceChildren();
   $("session-title").textContent = sid;
   $("session-meta").textContent = "";
   try {
     const info = await api(path);
+    if (state.view !== view) return;
     state.view.count = info.message_count;
     $("session-title").textContent = info.title || sid;
     $("session-meta").textContent = [
@@ -331,11 +341,12 @@ async function openSession(p) {
     } else {
       page = await api(`${path}/around?seq=${Number(seq || 0)}&before=5&after=10`);
     }
+    if (state.view !== view) return;
     showPage(page);
   } catch (err) {
-    failed(err);
+    if (state.view === view) failed(err);
   }
-  timeline(p, sid);
+  if (state.view === view) timeline(p, sid);
 }
 
 // Tool calls as people read them (as `pgsearch.calls` does for text output): a stored
