@@ -3,6 +3,10 @@
     git worktree add ../base <commit>
     python -m bench.pairs --base ../base --dsn postgresql://127.0.0.1:5432/pgsearch_bench_1m
     python -m bench.pairs --base ../base --dsn DSN --classes multi,cjk --rounds 5
+    python -m bench.pairs --base . --new-env PGSEARCH_IMPACT_LISTS=on --dsn DSN
+
+The last form compares a setting on one checkout: ``--base-env`` and ``--new-env``
+(``NAME=value``, repeatable) set a side's environment.
 
 Class percentiles from whole benchmark runs (`bench.speed`, `bench.ab speed`) move
 with the machine: on a host that reclaims idle page cache, rounds of the same code on
@@ -65,9 +69,11 @@ with PgSearch.connect(sys.argv[1]) as pg:
 class Side:
     """One checkout's search process."""
 
-    def __init__(self, checkout: Path, dsn: str, queries: Path) -> None:
+    def __init__(
+        self, checkout: Path, dsn: str, queries: Path, settings: dict[str, str] | None = None
+    ) -> None:
         python = checkout / ".venv" / "bin" / "python"
-        env = dict(os.environ)
+        env = dict(os.environ) | (settings or {})
         if not python.exists():
             python = Path(sys.executable)
             env["PYTHONPATH"] = str(checkout)
@@ -145,6 +151,16 @@ def table(
     return out
 
 
+def _env(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq or not name:
+            raise SystemExit(f"an environment setting is NAME=value, got {pair!r}")
+        out[name] = value
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--base", type=Path, required=True, help="the other checkout")
@@ -155,8 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-class", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--all-hits", action="store_true", help="every hit, not one a session")
+    parser.add_argument("--base-env", action="append", default=[], metavar="NAME=value")
+    parser.add_argument("--new-env", action="append", default=[], metavar="NAME=value")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    base_env, new_env = _env(args.base_env), _env(args.new_env)
     queries = load_queries(args.queries)
     chosen = {id(q) for q in sample_queries(queries, args.per_class)}
     wanted = set(filter(None, args.classes.split(",")))
@@ -165,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if not indexes:
         raise SystemExit("no queries: check --classes against the queries file")
-    base = Side(args.base.resolve(), args.dsn, args.queries.resolve())
-    new = Side(args.new.resolve(), args.dsn, args.queries.resolve())
+    base = Side(args.base.resolve(), args.dsn, args.queries.resolve(), base_env)
+    new = Side(args.new.resolve(), args.dsn, args.queries.resolve(), new_env)
     started = time.time()
     try:
         times = run(base, new, indexes, args.rounds, per_session=not args.all_hits)
@@ -174,7 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         base.close()
         new.close()
     rows = table(queries, times)
-    print(f"base {args.base}  new {args.new}  {len(indexes)} queries, {args.rounds} rounds")
+    print(
+        f"base {args.base} {base_env or ''}  new {args.new} {new_env or ''}  "
+        f"{len(indexes)} queries, {args.rounds} rounds"
+    )
     print("| class | n | p50 base → new | p95 base → new | p99 base → new | sum of times |")
     print("|---|---:|---|---|---|---|")
     for cls, row in rows.items():
@@ -191,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "base": str(args.base),
                     "new": str(args.new),
+                    "base_env": base_env,
+                    "new_env": new_env,
                     "rounds": args.rounds,
                     "per_session": not args.all_hits,
                     "seconds": round(time.time() - started, 1),
