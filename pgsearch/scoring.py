@@ -8,7 +8,9 @@ scored hits, with `pgsearch.ranking`'s BM25 and factors:
 2. `orphan_hits` names those found by nothing else, which `score_candidates` shows
    at an entry of their session;
 3. `score_candidates` scores each candidate message, adds its neighbours' and its
-   session's evidence (`Evidence`), then the sessions found only by a field;
+   session's evidence (`Evidence`), then the sessions found only by a field: in two
+   steps, `own_scores` and `with_evidence`, so that a read in two trips scores each
+   candidate once;
 4. `rare_terms` names the words a hit is kept for whatever its score.
 
 Kept apart from the planner so that tuning the ranking opens this module and
@@ -140,17 +142,31 @@ class Evidence:
         )
 
 
-def score_candidates(
+@dataclass(frozen=True, slots=True)
+class OwnScores:
+    """Candidate messages scored on their own (`own_scores`): the hits, in the order
+    of the candidates, and every candidate's session (a session a candidate came
+    from is never shown at an entry of its own through its title or summary)."""
+
+    hits: list[Ranked]
+    sessions: frozenset[str]
+
+    def __add__(self, other: OwnScores) -> OwnScores:
+        """These hits, then `other`'s: the scores of the candidates of both reads."""
+        return OwnScores(self.hits + other.hits, self.sessions | other.sessions)
+
+
+def own_scores(
     candidates: Iterable[CandidateRow],
     groups: Sequence[Group],
     stats: SearchStats,
     hits: Mapping[str, FieldHit],
-    anchors: Mapping[str, StoredMessage],
     evidence: Evidence = Evidence(),
-) -> list[Ranked]:
-    """Scored hits: each candidate message (BM25 times the factors of
-    `ranking.message_score`, plus its neighbours' and its session's evidence), then
-    each session found only by its title or summary, at the entry `anchors` names."""
+) -> OwnScores:
+    """Each candidate message's own score: BM25 times the factors of
+    `ranking.message_score` (a candidate that scores nothing is left out). It does
+    not depend on the other candidates, so the scores of two reads add up
+    (`OwnScores.__add__`)."""
     scorer = Scorer(
         groups,
         Corpus(stats.n_indexed, stats.total_len),
@@ -176,13 +192,27 @@ def score_candidates(
         if hit is not None:
             matched |= hit.terms
         scored.append(Ranked(c.session_id, c.seq, c.kind, score, c.created_at, frozenset(matched)))
+    return OwnScores(scored, frozenset(seen))
+
+
+def with_evidence(
+    own: OwnScores,
+    hits: Mapping[str, FieldHit],
+    anchors: Mapping[str, StoredMessage],
+    evidence: Evidence = Evidence(),
+) -> list[Ranked]:
+    """The scored hits: each message's own score plus its neighbours' and its
+    session's evidence (`Evidence`), then each session found only by its title or
+    summary, at the entry `anchors` names."""
+    scored = own.hits
     if evidence.context:
         scored = ranking.add_context(scored, evidence.context)
     if evidence.session:
         scored = ranking.add_session(scored, evidence.session)
+    scored = list(scored)
     for sid, hit in hits.items():
         anchor = anchors.get(sid)
-        if sid in seen or anchor is None or hit.matched_in is None:
+        if sid in own.sessions or anchor is None or hit.matched_in is None:
             continue
         scored.append(
             Ranked(
@@ -197,6 +227,22 @@ def score_candidates(
         )
     named = {sid for sid, hit in hits.items() if hit.whole_title}
     return ranking.sessions_first(scored, named) if named else scored
+
+
+def score_candidates(
+    candidates: Iterable[CandidateRow],
+    groups: Sequence[Group],
+    stats: SearchStats,
+    hits: Mapping[str, FieldHit],
+    anchors: Mapping[str, StoredMessage],
+    evidence: Evidence = Evidence(),
+) -> list[Ranked]:
+    """Scored hits: each candidate message (BM25 times the factors of
+    `ranking.message_score`, plus its neighbours' and its session's evidence), then
+    each session found only by its title or summary, at the entry `anchors` names
+    (`own_scores`, then `with_evidence`)."""
+    own = own_scores(candidates, groups, stats, hits, evidence)
+    return with_evidence(own, hits, anchors, evidence)
 
 
 #: A query word found as typed (or in another form) in at most this many messages is

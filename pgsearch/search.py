@@ -62,8 +62,10 @@ from pgsearch.scoring import (
     FieldHit,
     field_hits,
     orphan_hits,
+    own_scores,
     rare_terms,
     score_candidates,
+    with_evidence,
 )
 from pgsearch.settings import IndexPolicy, Settings
 from pgsearch.types import (
@@ -412,8 +414,11 @@ class SearchEngine:
         # The first read: do its scores already put the page's hits out of reach of
         # a hit not read, with its evidence at most? If not, more chunks are read
         # with the sessions below.
+        # Each candidate is scored on its own once; the evidence is added to those
+        # scores as each step needs it.
         stage1 = replace(evidence, context=0.0, session=0.0)
-        hits = score_candidates(candidates, plan.groups, stats, fields, {}, stage1)
+        own = own_scores(candidates, plan.groups, stats, fields, evidence)
+        hits = with_evidence(own, fields, {}, stage1)
         k = paging.limit + impact.before(hits, after, per_session=per_session)
         more = _reads_more(hits, k, bound(chunks), evidence, bounded, chunks, per_session)
         # Every hit of the sessions the page may show is read (their neighbouring
@@ -421,19 +426,21 @@ class SearchEngine:
         # summary matched (their boost stays out of the bound); those with no
         # message read yet get an entry.
         full = impact.leading_sessions(
-            score_candidates(candidates, plan.groups, stats, fields, {}, evidence),
-            k,
-            per_session=per_session,
+            with_evidence(own, fields, {}, evidence), k, per_session=per_session
         ) | set(fields)
         orphans = orphan_hits(candidates, fields)
         again = yield from _lists_more(filters, plan, bounded, chunks, more, full, orphans)
-        candidates = _distinct(candidates + again.candidates)
+        # The first read's candidates are distinct: those of the second read not
+        # among them follow them, in the order a read of both would score them.
+        both = _distinct(candidates + again.candidates)
+        own += own_scores(both[len(candidates) :], plan.groups, stats, fields, evidence)
+        candidates = both
         if more:
             chunks = impact.MORE_CHUNKS
-        scored = score_candidates(candidates, plan.groups, stats, fields, again.anchors, evidence)
+        scored = with_evidence(own, fields, again.anchors, evidence)
         unseen = bound(chunks)
         exact = impact.certified_with_evidence(
-            score_candidates(candidates, plan.groups, stats, fields, {}, stage1),
+            with_evidence(own, fields, {}, stage1),
             scored,
             full,
             k,

@@ -11,7 +11,15 @@ import pytest
 from pgsearch import ranking
 from pgsearch.plan import alone_fields, choose_expansions
 from pgsearch.rows import CandidateRow, FieldRow, StoredMessage
-from pgsearch.scoring import Evidence, field_hits, orphan_hits, rare_terms, score_candidates
+from pgsearch.scoring import (
+    Evidence,
+    field_hits,
+    orphan_hits,
+    own_scores,
+    rare_terms,
+    score_candidates,
+    with_evidence,
+)
 from tests.unit.test_plan import T0, known, parse, row, stats
 
 
@@ -260,3 +268,67 @@ def test_neighbouring_turns_and_the_speaker_add_evidence() -> None:
     }
     assert scored[("s1", 3)] > scored[("s2", 8)]
     assert scored[("s1", 4)] > plain[("s1", 4)]
+
+
+def test_two_reads_scored_apart_then_added_score_as_one_read_of_both() -> None:
+    """A bounded search scores its first read on its own, then only the candidates the
+    second read adds: with evidence, a title named in full and a session shown only
+    by its title, the hits are those of scoring both reads at once, value for value
+    and in the same order."""
+    query = parse("nightly backup rotation")
+    dfs = {"nightly": 30, "backup": 60, "rotation": 25}
+    groups = tuple(choose_expansions(query, known(query, dfs), max_expansions=8).values())
+    corpus = stats(1_000, n_fields=50)
+    hits = field_hits(
+        [
+            FieldRow(
+                session_id="named", field_len=3, tfs=dict.fromkeys(dfs, 1), in_title=frozenset(dfs)
+            ),
+            FieldRow(
+                session_id="orphan",
+                field_len=4,
+                tfs={"backup": 1},
+                in_title=frozenset({"backup"}),
+            ),
+        ],
+        groups,
+        corpus,
+    )
+    first = [
+        candidate("a", 1, {"nightly": 1, "backup": 1}),
+        candidate("a", 2, {"rotation": 2}, role="assistant", kind="assistant_text"),
+        candidate("named", 5, {"backup": 1}),
+        candidate("b", 3, {"unrelated": 1}),  # scores nothing: no hit, its session seen
+    ]
+    second = [
+        candidate("a", 3, {"backup": 3}),  # next to a's second: context both ways
+        candidate("b", 4, {"nightly": 1, "rotation": 1}),
+        candidate("c", 0, {"backup": 1}, phrase_hit=True),
+    ]
+    anchor = StoredMessage(
+        session_id="orphan",
+        seq=0,
+        entry_id=None,
+        kind="user_text",
+        role="user",
+        turn=0,
+        tool_name=None,
+        created_at=T0,
+        content="rotation notes",
+        arguments="",
+    )
+    full = Evidence(context=0.3, session=0.2, speaker=0.0)
+    alone = Evidence(context=0.0, session=0.0, speaker=0.0)
+    for evidence, anchors in ((full, {"orphan": anchor}), (alone, {}), (full, {})):
+        added = own_scores(first, groups, corpus, hits, full) + own_scores(
+            second, groups, corpus, hits, full
+        )
+        together = score_candidates(first + second, groups, corpus, hits, anchors, evidence)
+        assert with_evidence(added, hits, anchors, evidence) == together
+        assert added.sessions == {"a", "b", "c", "named"}
+    # Reused, the first read's own scores are not changed by what is added to them.
+    own = own_scores(first, groups, corpus, hits, full)
+    before = list(own.hits)
+    with_evidence(own + own_scores(second, groups, corpus, hits, full), hits, {}, full)
+    with_evidence(own, hits, {"orphan": anchor}, full)
+    assert own.hits == before
