@@ -797,15 +797,28 @@ LEFT JOIN sessions s ON s.workspace_id = m.workspace_id AND s.session_id = m.ses
 
 
 # The entry a title/summary-only hit points at: the session's latest summary entry
-# for a summary match, else its first entry (where it is, not its text).
+# when it has one (whether its title or its summary matched), else its first entry
+# (where it is, not its text). Per session, two reads of the primary key, each
+# stopping at its first row: newest first for a summary, oldest first for the first
+# entry (a session with no summary is passed through once, without a sort).
 SESSION_ANCHOR_ENTRY = """
-SELECT DISTINCT ON (m.session_id) m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn,
-       m.tool_name, m.created_at, '' AS content, '' AS arguments
-FROM messages m
-WHERE m.workspace_id = %(ws)s AND m.session_id = ANY(%(sids)s::text[])
-ORDER BY m.session_id,
-         (m.kind = 'summary' AND m.session_id = ANY(%(summary_sids)s::text[])) DESC,
-         CASE WHEN m.kind = 'summary' THEN -m.seq ELSE m.seq END
+SELECT a.session_id, a.seq, a.entry_id, a.kind, a.role, a.turn, a.tool_name, a.created_at,
+       '' AS content, '' AS arguments
+FROM (SELECT DISTINCT unnest(%(sids)s::text[])) AS u(sid)
+CROSS JOIN LATERAL (
+    (SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name,
+            m.created_at, 0 AS pick
+     FROM messages m
+     WHERE m.workspace_id = %(ws)s AND m.session_id = u.sid AND m.kind = 'summary'
+     ORDER BY m.seq DESC LIMIT 1)
+    UNION ALL
+    (SELECT m.session_id, m.seq, m.entry_id, m.kind, m.role, m.turn, m.tool_name,
+            m.created_at, 1
+     FROM messages m
+     WHERE m.workspace_id = %(ws)s AND m.session_id = u.sid
+     ORDER BY m.seq LIMIT 1)
+    ORDER BY pick LIMIT 1
+) a
 """
 
 WINDOW_BEFORE = """

@@ -295,11 +295,7 @@ def session_anchors(workspace: str, hits: Mapping[str, FieldHit]) -> Statement[S
     return Statement(
         "session anchors",
         q.SESSION_ANCHOR_ENTRY,
-        {
-            "ws": workspace,
-            "sids": list(hits),
-            "summary_sids": [sid for sid, hit in hits.items() if hit.matched_in == "summary"],
-        },
+        {"ws": workspace, "sids": list(hits)},
         _stored_message,
     )
 

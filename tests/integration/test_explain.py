@@ -247,6 +247,8 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert any("term_lists l" in text for text in captured), "bounded candidates not read"
     assert any("n.ingest_seq >" in text for text in captured), "tail not read"
     assert any("m.seq < %(seq)s" in text for text in captured), "window statements not run"
+    # The entry a session found only by its title or summary is shown at.
+    assert any("0 AS pick" in text for text in captured), "session anchors not read"
     # The scope's size by the scope counts (role, tool) and by a count (time).
     assert any("FROM scope_counts c" in text for text in captured), "scope counts not summed"
     assert any(text.startswith("SELECT count(*) FROM messages m") for text in captured)

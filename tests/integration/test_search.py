@@ -496,3 +496,39 @@ def test_searched_equals_a_count_of_the_scope(dsn: str, pg: PgSearch, tmp_path: 
     assert left > 0
     assert_statistics_exact(dsn, "w")
     assert_statistics_exact(dsn, "gone")
+
+
+def test_a_session_found_only_by_its_title_or_summary_is_shown_at_its_latest_summary(
+    pg: PgSearch,
+) -> None:
+    """A session no message of which matched, found by its title or its summary, is
+    shown at its latest summary entry when it has one, else at its first entry."""
+
+    def add(session: str, *messages: dict[str, Any]) -> None:
+        pg.append(workspace="anchors", session_id=session, messages=list(messages))
+
+    add("plain", msg("user", "hello there", 1, title="Zeppelin hangar checklist"))
+    add("plain", msg("assistant", "hi", 2))
+    add(
+        "summarised",
+        msg("user", "hello again", 10, title="Zeppelin route"),
+        msg("user", "an early overview of the trip", 11, kind="summary"),
+        msg("assistant", "noted", 12),
+        msg("user", "the latest overview of the trip", 13, kind="summary"),
+        msg("assistant", "fine", 14),
+    )
+    add(
+        "by-summary",
+        msg("user", "good morning", 20),
+        msg("user", "the quokka census notes", 21, kind="summary"),
+        msg("assistant", "ok", 22),
+    )
+    provider = pg.provider(workspace="anchors")
+    for per_session in (True, False):
+        shown = provider.search(SessionQueryRequest(query="zeppelin", per_session=per_session))
+        assert sorted((m.session_id, m.seq) for m in shown.matches) == [
+            ("plain", 0),
+            ("summarised", 3),
+        ]
+        shown = provider.search(SessionQueryRequest(query="quokka", per_session=per_session))
+        assert [(m.session_id, m.seq) for m in shown.matches] == [("by-summary", 1)]
