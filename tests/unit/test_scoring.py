@@ -73,6 +73,22 @@ def candidate(sid: str, seq: int, tfs: dict[str, int], **kw: object) -> Candidat
     return CandidateRow(session_id=sid, seq=seq, tfs=tfs, **values)  # type: ignore[arg-type]
 
 
+def first_entry(sid: str, content: str) -> StoredMessage:
+    """A session's first entry, said by the user (where a title-only hit is shown)."""
+    return StoredMessage(
+        session_id=sid,
+        seq=0,
+        entry_id=None,
+        kind="user_text",
+        role="user",
+        turn=0,
+        tool_name=None,
+        created_at=T0,
+        content=content,
+        arguments="",
+    )
+
+
 def test_candidates_score_bm25_times_role_phrase_and_title_factors() -> None:
     query = parse("flamingo report")
     groups = tuple(
@@ -123,18 +139,7 @@ def test_a_session_found_only_by_its_title_points_at_its_anchor_entry() -> None:
     rows = [candidate("also", 4, {"kubernetes": 2})]
     orphans = orphan_hits(rows, hits)
     assert list(orphans) == ["titled"]
-    anchor = StoredMessage(
-        session_id="titled",
-        seq=0,
-        entry_id=None,
-        kind="user_text",
-        role="user",
-        turn=0,
-        tool_name=None,
-        created_at=T0,
-        content="hello there",
-        arguments="",
-    )
+    anchor = first_entry("titled", "hello there")
     scored = score_candidates(rows, groups, stats(100), hits, {"titled": anchor})
     by_session = {h.session_id: h for h in scored}
     titled = by_session["titled"]
@@ -305,18 +310,7 @@ def test_two_reads_scored_apart_then_added_score_as_one_read_of_both() -> None:
         candidate("b", 4, {"nightly": 1, "rotation": 1}),
         candidate("c", 0, {"backup": 1}, phrase_hit=True),
     ]
-    anchor = StoredMessage(
-        session_id="orphan",
-        seq=0,
-        entry_id=None,
-        kind="user_text",
-        role="user",
-        turn=0,
-        tool_name=None,
-        created_at=T0,
-        content="rotation notes",
-        arguments="",
-    )
+    anchor = first_entry("orphan", "rotation notes")
     full = Evidence(context=0.3, session=0.2, speaker=0.0)
     alone = Evidence(context=0.0, session=0.0, speaker=0.0)
     for evidence, anchors in ((full, {"orphan": anchor}), (alone, {}), (full, {})):
