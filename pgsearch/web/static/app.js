@@ -197,15 +197,15 @@ async function runSearch(p, more) {
   $("results").setAttribute("aria-busy", "true");
   status(more ? "Loading more…" : "Searching…");
   let result;
+  let error = null;
   try {
     result = await api("/v1/search", body);
   } catch (err) {
-    if (search !== state.searches) return;
-    $("results").setAttribute("aria-busy", "false");
-    return failed(err);
+    error = err;
   }
   if (search !== state.searches) return;
   $("results").setAttribute("aria-busy", "false");
+  if (error) return failed(error);
   if (!more) {
     state.matches = [];
     $("results").replaceChildren();
