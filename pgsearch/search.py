@@ -237,6 +237,7 @@ class SearchEngine:
             held_fields=held.fields,
             exhaustive=self.exhaustive,
             spread_scan=settings.candidate_scan_limit if per_session else 0,
+            spread_walk=self._spread_walks(filters, plan, first.stats),
         )
         candidates = rows.candidates
         capped = not self.exhaustive and len(candidates) >= plan.cap
@@ -250,7 +251,8 @@ class SearchEngine:
                 spread=capped and per_session,
             )
         if capped and per_session:
-            candidates = yield from self._spread(filters, plan, candidates, rows.spread)
+            walk = self._spread_walks(filters, plan, first.stats)
+            candidates = yield from self._spread(filters, plan, candidates, rows.spread, walk=walk)
         fields = _field_hits(plan, field_plan, first.stats, rows.fields)
         anchors = yield from _anchors(filters.workspace, orphan_hits(candidates, fields))
         ranked = self._rank(
@@ -367,18 +369,29 @@ class SearchEngine:
         plan: CandidatePlan,
         candidates: list[CandidateRow],
         read: list[CandidateRow] | None = None,
+        *,
+        walk: bool = False,
     ) -> Work[list[CandidateRow]]:
         """`candidates` and one more per session among many more matches: the cap's
         messages may come from a few sessions, and the sessions shown must be the
         matching sessions, not those of the first cap messages. `read`: those rows,
-        when they were read with the candidates (else a trip reads them)."""
+        when they were read with the candidates (else a trip reads them, walked with
+        `walk`)."""
         keys = {(c.session_id, c.seq) for c in candidates}
         spread = read
         if spread is None:
             spread = yield from fetch(
-                reads.session_spread(filters, plan, scan=self.settings.candidate_scan_limit)
+                reads.session_spread(
+                    filters, plan, scan=self.settings.candidate_scan_limit, walk=walk
+                )
             )
         return candidates + [c for c in spread if (c.session_id, c.seq) not in keys]
+
+    def _spread_walks(self, filters: Filters, plan: CandidatePlan, stats: SearchStats) -> bool:
+        """Whether the per-session spread is read walking the newest sessions."""
+        return not self.exhaustive and reads.spread_walks(
+            filters, plan, n_indexed=stats.n_indexed, scan=self.settings.candidate_scan_limit
+        )
 
     def _rank(self, scored: list[Ranked], plan: CandidatePlan, per_session: bool) -> list[Ranked]:
         return rank(

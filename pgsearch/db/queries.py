@@ -7,6 +7,7 @@ Each search-time shape has an EXPLAIN test (tests/integration/test_explain.py).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, LiteralString
 
@@ -1318,6 +1319,151 @@ def session_spread_sql(
     sql = _BOUNDED_COLUMNS + "FROM (" + _newest_picked(each_newest) + ") AS m"
     params = _candidate_params(filters, plan)
     params["scan"] = scan
+    return sql, params
+
+
+#: Sessions a walked spread (`session_spread_walk_sql`) reads beyond the cap, and the
+#: entries it reads from the end of each before it stops looking for a match there.
+SPREAD_WALK_SLACK = 64
+SPREAD_WALK_ROWS = 16
+SPREAD_WALK_MORE = 256
+
+
+def spread_walks(filters: Filters, plan: CandidatePlan, *, n_indexed: int, scan: int) -> bool:
+    """Whether the per-session spread walks the newest sessions from their ends
+    (`session_spread_walk_sql`) rather than reading the first `scan` matches: with
+    the workspace's kinds alone in scope, when the walk is expected to read, twice
+    over, fewer entries than the scan. A walk of a session reads about ``1 / share``
+    entries to its newest match (``share``: the share of entries a driving unit
+    matches, its words taken as independent, as `pgsearch.plan.newest_walk` does),
+    `SPREAD_WALK_ROWS` at most; the scan reads every match, `scan` at most."""
+    if not filters.only_kinds or not plan.drivers:
+        return False
+    n = max(n_indexed, 1)
+    share = max(math.prod(min(group_df(g), n) / n for g in unit) for unit in plan.drivers)
+    if share <= 0:
+        return False
+    matches = sum(min(group_df(g) for g in unit) for unit in plan.drivers)
+    walked = (plan.cap + SPREAD_WALK_SLACK) * min(1 / share, SPREAD_WALK_ROWS)
+    return 2 * walked < min(matches, scan)
+
+
+def _walk_from_end(rows: LiteralString) -> LiteralString:
+    """For each session ``x``, the newest match (``seq``, ``created_at``) among its
+    newest `rows` entries (by time, then position), and, when none matched and the
+    session goes on past them, the time of the last of them (``past``: no entry
+    after it is newer)."""
+    from_end: LiteralString = (
+        "FROM messages m WHERE m.workspace_id = %(ws)s AND m.session_id = x.session_id"
+        " ORDER BY m.created_at DESC, m.seq DESC"
+    )
+    return (
+        " CROSS JOIN LATERAL (SELECT h.seq, h.created_at, b.created_at AS past FROM"
+        " (SELECT 1) o LEFT JOIN LATERAL (SELECT w.seq, w.created_at FROM (SELECT m.seq,"
+        " m.created_at, m.kind, m.tsv " + from_end + " LIMIT %(" + rows + ")s) w"
+        " WHERE w.kind = ANY(%(kinds)s::text[]) AND w.tsv @@ %(tsq)s::tsquery LIMIT 1) h"
+        # Only read when the walk found none (a one-time test in the subquery).
+        " ON true LEFT JOIN LATERAL (SELECT m.created_at FROM messages m WHERE h.seq IS NULL"
+        " AND m.workspace_id = %(ws)s AND m.session_id = x.session_id"
+        " ORDER BY m.created_at DESC, m.seq DESC OFFSET %(" + rows + ")s - 1 LIMIT 1) b ON true) w"
+    )
+
+
+def _cap_th(rows: LiteralString) -> LiteralString:
+    """The time of the `cap`-th newest match among `rows` (``-infinity`` when fewer
+    matched)."""
+    return (
+        "CASE WHEN (SELECT count(*) FROM " + rows + " WHERE " + rows + ".seq IS NOT NULL)"
+        " < %(cap)s THEN '-infinity'::timestamptz ELSE (SELECT "
+        + rows
+        + ".created_at FROM "
+        + rows
+        + " WHERE "
+        + rows
+        + ".seq IS NOT NULL ORDER BY "
+        + rows
+        + ".created_at DESC, "
+        + rows
+        + ".session_id, "
+        + rows
+        + ".seq DESC OFFSET %(cap)s - 1 LIMIT 1) END"
+    )
+
+
+def session_spread_walk_sql(
+    filters: Filters, plan: CandidatePlan, *, scan: int
+) -> tuple[LiteralString, dict[str, Any]]:
+    """`session_spread_sql`'s rows, read from the newest sessions' ends when that read
+    is known to be complete, else (in the same statement) as that statement reads them.
+
+    The sessions are taken newest first by their last entry's time (`cap` and
+    `SPREAD_WALK_SLACK` of them); each is walked from its newest entry (by time, then
+    position: the order of the spread's "newest"), `SPREAD_WALK_ROWS` entries at most,
+    to its newest match. No entry of a session is newer than its last entry, and none
+    past the walk's end is newer than the walk's last entry, so the walk's newest
+    `cap` matches are every session's newest `cap` when the sessions not read were
+    last active, and the walks that found no match ended, before the `cap`-th of them
+    (or every session was read and every walk found its match or its session's end):
+    then those are the rows; otherwise the spread is read by scanning the matches.
+
+    Where every match is within the scan, both reads give the same rows; where more
+    match than the scan, the walk gives each session's newest match of all."""
+    walked: LiteralString = (
+        "WITH c AS MATERIALIZED (SELECT s.session_id, s.updated_at FROM sessions s"
+        " WHERE s.workspace_id = %(ws)s AND s.updated_at IS NOT NULL"
+        " ORDER BY s.updated_at DESC LIMIT %(walk_sessions)s), "
+        "r AS MATERIALIZED (SELECT x.session_id, w.seq, w.created_at, w.past FROM c x"
+        + _walk_from_end("walk_rows")
+        + "), "
+        "t1 AS MATERIALIZED (SELECT " + _cap_th("r") + " AS low), "
+        # The walks that found no match where the session went on past the walk's end,
+        # at that end or later than the cap-th match so far: walked further.
+        "u AS MATERIALIZED (SELECT x.session_id, w.seq, w.created_at, w.past FROM r x"
+        + _walk_from_end("walk_more")
+        + " WHERE x.seq IS NULL AND x.past >= (SELECT t1.low FROM t1)), "
+        "h AS MATERIALIZED (SELECT r.session_id, r.seq, r.created_at FROM r"
+        " WHERE r.seq IS NOT NULL UNION ALL SELECT u.session_id, u.seq, u.created_at FROM u"
+        " WHERE u.seq IS NOT NULL), "
+        "k AS MATERIALIZED (SELECT h.session_id, h.seq, h.created_at FROM h"
+        " ORDER BY h.created_at DESC, h.session_id, h.seq DESC LIMIT %(cap)s), "
+        "t AS MATERIALIZED (SELECT " + _cap_th("k") + " AS low), "
+        "ok AS MATERIALIZED (SELECT ((SELECT count(*) FROM c) < %(walk_sessions)s"
+        " OR (SELECT min(c.updated_at) FROM c) < (SELECT t.low FROM t))"
+        " AND NOT EXISTS (SELECT 1 FROM u WHERE u.past >= (SELECT t.low FROM t)) AS done) "
+    )
+    read: LiteralString = (
+        "SELECT m.* FROM (SELECT "
+        + _PICKED
+        + " FROM k CROSS JOIN LATERAL (SELECT m.* FROM messages m WHERE m.workspace_id = %(ws)s"
+        " AND m.session_id = k.session_id AND m.seq = k.seq LIMIT 1) m"
+        " WHERE (SELECT ok.done FROM ok) ORDER BY " + NEWEST_FIRST + ") m"
+    )
+    scanned: LiteralString = (
+        "(SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
+        + _filter_sql(filters, "m")
+        + " AND m.tsv @@ %(tsq)s::tsquery LIMIT %(scan)s) c"
+    )
+    each_newest: LiteralString = (
+        "m.workspace_id = %(ws)s AND NOT (SELECT ok.done FROM ok) AND (m.session_id, m.seq) IN ("
+        + _sessions_newest(scanned)
+        + ")"
+    )
+    sql = (
+        walked
+        + _BOUNDED_COLUMNS
+        + "FROM ("
+        + read
+        + " UNION ALL ("
+        + _newest_picked(each_newest)
+        + ")) AS m"
+    )
+    params = _candidate_params(filters, plan)
+    params.update(
+        scan=scan,
+        walk_sessions=plan.cap + SPREAD_WALK_SLACK,
+        walk_rows=SPREAD_WALK_ROWS,
+        walk_more=SPREAD_WALK_MORE,
+    )
     return sql, params
 
 

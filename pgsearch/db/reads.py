@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from pgsearch.cursor import BrowsePosition
 from pgsearch.db import queries as q
+from pgsearch.db.queries import spread_walks
 from pgsearch.db.work import Statement, Step, Work, fetch_named
 from pgsearch.deadline import Deadline
 from pgsearch.errors import StoreError
@@ -56,6 +57,7 @@ __all__ = [
     "session_fields",
     "session_spread",
     "split_direct",
+    "spread_walks",
     "within",
 ]
 
@@ -165,8 +167,15 @@ def coverage_and_spread(
     )
 
 
-def session_spread(filters: Filters, plan: CandidatePlan, *, scan: int) -> Statement[CandidateRow]:
-    """One candidate per session (its newest match) among the first `scan` matches."""
+def session_spread(
+    filters: Filters, plan: CandidatePlan, *, scan: int, walk: bool = False
+) -> Statement[CandidateRow]:
+    """One candidate per session (its newest match) among the first `scan` matches;
+    with `walk`, read from the newest sessions' ends where that read is complete
+    (`queries.session_spread_walk_sql`; `queries.spread_walks` says when)."""
+    if walk:
+        sql, params = q.session_spread_walk_sql(filters, plan, scan=scan)
+        return Statement("candidates per session, walked", sql, params, _candidate)
     sql, params = q.session_spread_sql(filters, plan, scan=scan)
     return Statement("candidates per session", sql, params, _candidate)
 
@@ -530,6 +539,7 @@ def plan_rows(
     held_fields: list[FieldRow] | None = None,
     exhaustive: bool = False,
     spread_scan: int = 0,
+    spread_walk: bool = False,
 ) -> Work[PlanRows]:
     """The plan's rows: those already held (the direct read's, when they are the
     plan's own) and, in one round trip, the plan's statements for the others (none:
@@ -537,7 +547,8 @@ def plan_rows(
     with no `field_plan`, no sessions. With `spread_scan`, the per-session spread
     of that scan too, where it is read with the candidates
     (`queries.spread_with_candidates`) or the candidates are expected to fill the
-    cap (`queries.spread_ahead`: it is sent in the same trip)."""
+    cap (`queries.spread_ahead`: it is sent in the same trip), walked with
+    `spread_walk`."""
     if field_plan is None:
         held_fields = []
     # The spread goes in this trip only with candidates read here, capped.
@@ -556,7 +567,9 @@ def plan_rows(
             if held_candidates is not None or both is not None
             else (every_match if exhaustive else candidates)(filters, plan),
             "both": both,
-            "spread": session_spread(filters, plan, scan=spread_scan) if ahead else None,
+            "spread": session_spread(filters, plan, scan=spread_scan, walk=spread_walk)
+            if ahead
+            else None,
             "fields": None
             if held_fields is not None or field_plan is None
             else session_fields(filters.workspace, field_plan, capped=not exhaustive),

@@ -38,6 +38,9 @@ distributed by workspace later without a rewrite.
   (`pgsearch.titles`), made when the prompt is stored; it is shown where
   ``title`` is NULL and is not indexed: ``tsv`` holds only the session's own title
   and summary (migration 0009).
+- ``messages_session_created_idx`` reads a session's entries from its newest (by
+  time, then position): the per-session spread of a frequent word walks the newest
+  sessions' ends on it instead of reading every match (migration 0013).
 
 - ``term_lists``, ``term_list_heads``, ``term_list_state`` hold each workspace's
   impact-ordered postings of its frequent terms, and ``messages.ingest_seq`` the
@@ -159,6 +162,13 @@ messages = Table(
         text("created_at DESC"),
         "session_id",
         "seq",
+    ),
+    Index(
+        "messages_session_created_idx",
+        "workspace_id",
+        "session_id",
+        text("created_at DESC"),
+        text("seq DESC"),
     ),
     Index(
         "messages_entry_idx",

@@ -239,6 +239,7 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert any("%(unit_q0)s" in text for text in captured), "coverage-ordered path not run"
     spread = "DISTINCT ON (c.session_id COLLATE"
     assert any(spread in text for text in captured), "per-session spread"
+    assert any("walk_sessions" in text for text in captured), "walked per-session spread"
     assert any("SELECT 'c' AS tag" in text for text in captured), "spread with candidates"
     assert any("'x', NULL" in text for text in captured), "spread with best-covering"
     assert any("ORDER BY m.created_at DESC" in text for text in captured)
@@ -778,6 +779,60 @@ def test_the_session_spread_is_each_sessions_newest_match(
             spread_alone = conn.execute(sql_text, p).fetchall()  # type: ignore[call-overload]
             assert [tuple(r[1:]) for r in both if r[0] == "c"] == [tuple(r) for r in alone]
             assert [tuple(r[1:]) for r in both if r[0] == "s"] == [tuple(r) for r in spread_alone]
+
+
+@pytest.mark.parametrize("query", ["the", "the and of", "error"])
+def test_a_walked_session_spread_is_each_sessions_newest_match_or_the_scans(
+    big_dsn: str, query: str
+) -> None:
+    """The per-session spread read walking the newest sessions' ends
+    (`queries.session_spread_walk_sql`) gives every session's newest match, the
+    newest `cap` of them, whenever it does not give the scan's rows: each walk's
+    bounds (sessions read, entries walked, entries walked further) taken down to
+    one, so that the walk is cut short where it cannot be sure, and the scan's rows
+    (first `scan` matches) then differ from the newest matches."""
+    from pgsearch.db import queries as q
+
+    plan = _newest_plan(big_dsn, query)
+    scope = _newest_scope({})
+    with psycopg.connect(big_dsn) as conn:
+        params = q._filter_params(scope)
+        params["tsq"] = q.candidate_tsquery(plan)
+        matches = conn.execute(  # type: ignore[call-overload]
+            "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
+            + q._filter_sql(scope, "m")
+            + " AND m.tsv @@ %(tsq)s::tsquery",
+            params,
+        ).fetchall()
+        newest: dict[str, tuple[Any, ...]] = {}
+        for sid, seq, at in matches:
+            if sid not in newest or (at, seq) > (newest[sid][2], newest[sid][1]):
+                newest[sid] = (sid, seq, at)
+        by_time = sorted(newest.values(), key=lambda r: (-r[2].timestamp(), r[0], -r[1]))
+        assert len(by_time) > 20, "many sessions match"
+        walked = scanned = 0
+        for cap in (1, 7, 20, plan.cap):
+            spread = replace(plan, cap=cap)
+            for scan in (5, 1_000_000):
+                sql_text, p = q.session_spread_sql(scope, spread, scan=scan)
+                scan_rows = conn.execute(sql_text, p).fetchall()  # type: ignore[call-overload]
+                for sessions, rows, more in ((0, 1, 1), (0, 2, 4), (3, 1, 2), (0, 16, 256)):
+                    sql_text, p = q.session_spread_walk_sql(scope, spread, scan=scan)
+                    p.update(walk_sessions=cap + sessions, walk_rows=rows, walk_more=more)
+                    got = conn.execute(sql_text, p).fetchall()  # type: ignore[call-overload]
+                    assert len({r[0] for r in got}) == len(got), "one per session"
+                    if got != scan_rows:
+                        assert [(r[0], r[1], r[4]) for r in got] == by_time[:cap]
+                    if scan == 5 and [(r[0], r[1], r[4]) for r in scan_rows] != by_time[:cap]:
+                        if got == scan_rows:
+                            scanned += 1
+                        else:
+                            walked += 1
+                    if scan == 1_000_000:
+                        assert [(r[0], r[1], r[4]) for r in got] == by_time[:cap]
+                        assert [tuple(r) for r in got] == [tuple(r) for r in scan_rows]
+        assert walked > 0, "no walk was complete"
+        assert scanned > 0, "no walk was cut short"
 
 
 @pytest.mark.parametrize("filters", [{}, {"roles": ("user",)}, {"kinds": ("tool_error",)}])
