@@ -196,6 +196,23 @@ def _exercise(dsn: str, tmp: Path) -> list[UnitRecord]:
                 other.provider(workspace=WS[0]).search(SessionQueryRequest(query="deploy"))
                 other._engine = engine
             units += s2
+        # Sessions that all end in a frequent word: the best hit per session of a
+        # capped search reads the newest sessions' ends (the walked spread).
+        for k in range(40):
+            lines = [
+                {
+                    "role": "user" if j % 2 else "assistant",
+                    "content": f"status report{k}x{j}",
+                    "created_at": (T0 + timedelta(days=40, minutes=30 * k + j)).isoformat(),
+                }
+                for j in range(20)
+            ]
+            pg.append(workspace=WS[0], session_id=f"status-{k}", messages=lines)
+        capped = Settings.from_env().with_(candidate_cap=10)
+        with PgSearch.connect(dsn, settings=capped) as other, other._driver.capture() as s3:
+            other.provider(workspace=WS[0]).search(SessionQueryRequest(query="status"))
+        units += s3
+        assert any(s.name == "candidates per session, walked" for u in s3 for s in u.statements)
         provider = pg.provider(workspace=WS[0])
         provider.around("bulk", 10, before=3, after=3)
         provider.around("bulk", 0, before=0, after=2)
