@@ -118,16 +118,9 @@ def cursor_key() -> Statement[bytes]:
 
 def _candidate(row: Sequence[Any]) -> CandidateRow:
     sid, seq, kind, role, created_at, length, tfs, phrase_hit, speaker = row
+    # Positional: the columns are `CandidateRow`'s fields in order.
     return CandidateRow(
-        session_id=sid,
-        seq=seq,
-        kind=kind,
-        role=role,
-        created_at=created_at,
-        length=length,
-        tfs=parse_tf(tfs),
-        phrase_hit=bool(phrase_hit),
-        speaker=speaker,
+        sid, seq, kind, role, created_at, length, parse_tf(tfs), bool(phrase_hit), speaker
     )
 
 
