@@ -1510,13 +1510,19 @@ def spread_ahead(filters: Filters, plan: CandidatePlan) -> bool:
     return plan.newest_first and bool(plan.walk) and _walks(filters)
 
 
+#: A row ``m`` of the spread that is not among the candidates read beside it (``k``;
+#: a hashed subplan, which reads them once).
+_NOT_CANDIDATE: LiteralString = "(m.session_id, m.seq) NOT IN (SELECT k.session_id, k.seq FROM k)"
+
+
 def coverage_and_spread_sql(
     filters: Filters, plan: CandidatePlan, *, scan: int
 ) -> tuple[LiteralString, dict[str, Any]]:
     """The rows of `candidates_sql` for a best-covering plan (tagged ``c``) and, from
     the same read of the matches, those of `session_spread_sql` with `scan` when the
     candidates fill the cap and the scan would read every match (tagged ``s``: the
-    newest match of each session, the newest `cap` of those, newest first). When more
+    newest match of each session, the newest `cap` of those, newest first), less those
+    among the candidates (a search adds the spread's others to them). When more
     than `scan` match, one row tagged ``x`` instead of the spread's: it is read on its
     own (`session_spread_sql`)."""
     # The matches are kept with their candidate columns, not their tsvectors; the
@@ -1537,15 +1543,17 @@ def coverage_and_spread_sql(
         + " AND m.tsv @@ %(tsq)s::tsquery), n AS MATERIALIZED (SELECT count(*) AS n FROM a), "
         "s AS ("
         + _sessions_newest("a c", "c.*", "e.*")
-        + ") SELECT 'c' AS tag, c.* FROM (SELECT "
+        + "), k AS MATERIALIZED (SELECT "
         + columns
         + " FROM a m"
         + _by_coverage("m.v", len(plan.coverage))
-        + ") c UNION ALL SELECT 's', s.* FROM (SELECT "
+        + ") SELECT 'c' AS tag, k.* FROM k UNION ALL SELECT 's', s.* FROM (SELECT "
         + columns
         + " FROM s m WHERE "
         + count
-        + " BETWEEN %(cap)s AND %(scan)s ORDER BY "
+        + " BETWEEN %(cap)s AND %(scan)s AND "
+        + _NOT_CANDIDATE
+        + " ORDER BY "
         + NEWEST_FIRST
         + ") s UNION ALL SELECT 'x', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
         " WHERE " + count + " > %(scan)s"
@@ -1561,7 +1569,8 @@ def newest_and_spread_sql(
     """The rows of `candidates_sql` for a newest-first plan that does not walk (tagged
     ``c``) and those of `session_spread_sql` when its scan reads every match (tagged
     ``s``), from one read of the matches: the newest `cap` matches, and the newest
-    match of each session that has one, the newest `cap` of those, each newest first
+    match of each session that has one, the newest `cap` of those, less those among
+    the candidates (a search adds the spread's others to them), each newest first
     (`NEWEST_FIRST`)."""
     where = _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
     sql: LiteralString = (
@@ -1571,14 +1580,19 @@ def newest_and_spread_sql(
         + where
         + "), s AS ("
         + _sessions_newest("a c")
-        + ") SELECT 'c' AS tag, c.* FROM ("
-        + _BOUNDED_COLUMNS
-        + "FROM (SELECT m.* FROM a m ORDER BY "
+        + "), k AS MATERIALIZED (SELECT m.* FROM a m ORDER BY "
         + NEWEST_FIRST
-        + " LIMIT %(cap)s) AS m) c UNION ALL SELECT 's', s.* FROM ("
+        + " LIMIT %(cap)s) SELECT 'c' AS tag, c.* FROM ("
         + _BOUNDED_COLUMNS
-        + "FROM (SELECT m.* FROM a m JOIN s ON s.session_id = m.session_id AND s.seq = m.seq"
-        " ORDER BY " + NEWEST_FIRST + ") AS m) s"
+        + "FROM k m) c UNION ALL SELECT 's', s.* FROM ("
+        + _BOUNDED_COLUMNS
+        # The join planned on its own (OFFSET 0), as without the candidates' test.
+        + "FROM (SELECT m.* FROM (SELECT m.* FROM a m JOIN s ON s.session_id = m.session_id"
+        " AND s.seq = m.seq OFFSET 0) m WHERE "
+        + _NOT_CANDIDATE
+        + " ORDER BY "
+        + NEWEST_FIRST
+        + ") AS m) s"
     )
     return sql, _candidate_params(filters, plan)
 
