@@ -390,7 +390,7 @@ class SearchEngine:
     def _spread_walks(self, filters: Filters, plan: CandidatePlan, stats: SearchStats) -> bool:
         """Whether the per-session spread is read walking the newest sessions."""
         return not self.exhaustive and reads.spread_walks(
-            filters, plan, n_indexed=stats.n_indexed, scan=self.settings.candidate_scan_limit
+            filters, plan, stats, scan=self.settings.candidate_scan_limit
         )
 
     def _rank(self, scored: list[Ranked], plan: CandidatePlan, per_session: bool) -> list[Ranked]:

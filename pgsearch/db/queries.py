@@ -14,6 +14,7 @@ from typing import Any, Literal, LiteralString
 from pgsearch.cursor import BrowsePosition
 from pgsearch.plan import CandidatePlan, Filters, Group, group_df
 from pgsearch.policy import TOOL_NAME_SEPARATOR
+from pgsearch.rows import SearchStats
 
 # --- ingest -------------------------------------------------------------------------
 
@@ -1329,23 +1330,30 @@ SPREAD_WALK_ROWS = 16
 SPREAD_WALK_MORE = 256
 
 
-def spread_walks(filters: Filters, plan: CandidatePlan, *, n_indexed: int, scan: int) -> bool:
+def spread_walks(filters: Filters, plan: CandidatePlan, stats: SearchStats, *, scan: int) -> bool:
     """Whether the per-session spread walks the newest sessions from their ends
     (`session_spread_walk_sql`) rather than reading the first `scan` matches: with
-    the workspace's kinds alone in scope, when the walk is expected to read, twice
-    over, fewer entries than the scan. A walk of a session reads about ``1 / share``
-    entries to its newest match (``share``: the share of entries a driving unit
-    matches, its words taken as independent, as `pgsearch.plan.newest_walk` does),
-    `SPREAD_WALK_ROWS` at most; the scan reads every match, `scan` at most."""
+    the workspace's kinds alone in scope, when the walk is expected to read fewer
+    entries than the scan. A walk of a session reads about ``1 / share`` entries to
+    its newest match, `SPREAD_WALK_ROWS` at most; ``share`` is the share of the
+    entries it passes (of every kind) that are in scope and match a driving unit, its
+    words taken as independent, as `pgsearch.plan.newest_walk` takes them. The scan
+    reads every match in scope, `scan` at most. A scope of a few kinds (few of the
+    entries a walk passes) thus scans: a walk would mostly pass entries out of scope,
+    find no match in most sessions, and end in the scan anyway."""
     if not filters.only_kinds or not plan.drivers:
         return False
-    n = max(n_indexed, 1)
-    share = max(math.prod(min(group_df(g), n) / n for g in unit) for unit in plan.drivers)
+    n = max(stats.n_indexed, 1)
+    in_scope = min(stats.in_scope / max(stats.n_messages, 1), 1.0)
+    share = in_scope * max(
+        math.prod(min(group_df(g), n) / n for g in unit) for unit in plan.drivers
+    )
     if share <= 0:
         return False
     matches = sum(min(group_df(g) for g in unit) for unit in plan.drivers)
+    matches_in_scope = matches * min(stats.in_scope / n, 1.0)
     walked = (plan.cap + SPREAD_WALK_SLACK) * min(1 / share, SPREAD_WALK_ROWS)
-    return 2 * walked < min(matches, scan)
+    return walked < min(matches_in_scope, scan)
 
 
 def _walk_from_end(rows: LiteralString) -> LiteralString:

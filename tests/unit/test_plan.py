@@ -587,3 +587,27 @@ def test_the_spread_is_sent_ahead_with_the_candidates_of_a_plan_that_walks() -> 
         assert not spread_ahead(narrowed, walking)
     middling = plan_for("cluster", {"cluster": 1_200})
     assert not spread_ahead(everything, middling)
+
+
+def test_the_spread_walks_the_newest_sessions_only_for_words_dense_in_scope() -> None:
+    """`queries.spread_walks`: the workspace's kinds alone, and matches dense among
+    the entries a walk passes (every kind): a narrow kind or few matches scan them."""
+    from pgsearch.db.queries import spread_walks
+
+    kinds = ("user_text", "assistant_text", "tool_input", "tool_error")
+    every = Filters(workspace="w", kinds=kinds)
+    n = 100_000
+    dense = plan_for("the", {"the": 30_000}, n=n)
+    sparse = plan_for("deploy", {"deploy": 1_500}, n=n)
+    whole = SearchStats(n_indexed=n, total_len=n * 20, in_scope=n, n_fields=0, fields_len=0,
+                        n_messages=n)  # fmt: skip
+    scan = SETTINGS.candidate_scan_limit
+    assert spread_walks(every, dense, whole, scan=scan)
+    assert not spread_walks(every, sparse, whole, scan=scan)
+    # One kind of twenty in scope: its matches are one in twenty of those a walk passes.
+    narrow = SearchStats(n_indexed=n, total_len=n * 20, in_scope=n // 20, n_fields=0,
+                         fields_len=0, n_messages=n)  # fmt: skip
+    assert not spread_walks(Filters(workspace="w", kinds=("tool_error",)), dense, narrow, scan=scan)
+    # A role filter (or a session, tool or time) scans the matches as before.
+    assert not spread_walks(Filters(workspace="w", kinds=kinds, roles=("user",)), dense, whole,
+                            scan=scan)  # fmt: skip
