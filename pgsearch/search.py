@@ -228,6 +228,10 @@ class SearchEngine:
                     filters, plan, field_plan, bounded, first, held.fields, per_session, paging
                 )
             )
+        # Whether a per-session spread read on its own walks the newest sessions.
+        walk = per_session and reads.spread_walks(
+            filters, plan, first.stats, scan=settings.candidate_scan_limit
+        )
         # The plan's own reads, unless the direct ones are theirs: one trip.
         rows = yield from reads.plan_rows(
             filters,
@@ -237,7 +241,7 @@ class SearchEngine:
             held_fields=held.fields,
             exhaustive=self.exhaustive,
             spread_scan=settings.candidate_scan_limit if per_session else 0,
-            spread_walk=self._spread_walks(filters, plan, first.stats),
+            spread_walk=walk,
         )
         candidates = rows.candidates
         capped = not self.exhaustive and len(candidates) >= plan.cap
@@ -251,7 +255,6 @@ class SearchEngine:
                 spread=capped and per_session,
             )
         if capped and per_session:
-            walk = self._spread_walks(filters, plan, first.stats)
             candidates = yield from self._spread(filters, plan, candidates, rows.spread, walk=walk)
         fields = _field_hits(plan, field_plan, first.stats, rows.fields)
         anchors = yield from _anchors(filters.workspace, orphan_hits(candidates, fields))
@@ -386,12 +389,6 @@ class SearchEngine:
                 )
             )
         return candidates + [c for c in spread if (c.session_id, c.seq) not in keys]
-
-    def _spread_walks(self, filters: Filters, plan: CandidatePlan, stats: SearchStats) -> bool:
-        """Whether the per-session spread is read walking the newest sessions."""
-        return not self.exhaustive and reads.spread_walks(
-            filters, plan, stats, scan=self.settings.candidate_scan_limit
-        )
 
     def _rank(self, scored: list[Ranked], plan: CandidatePlan, per_session: bool) -> list[Ranked]:
         return rank(

@@ -294,3 +294,22 @@ def marked(match: Any) -> str:
     else:
         text, spans = match.excerpt, match.highlights
     return "".join(f"**{p}**" if hit else p for p, hit in segments(text, spans))
+
+
+def newest_match_per_session(conn: psycopg.Connection[Any], scope: Any, tsq: str) -> list[Any]:
+    """Every session's newest match of `tsq` under the filters `scope` (by time, then
+    position), computed in Python from all of them: ``(session_id, seq, created_at)``
+    in the spread's order (`queries.NEWEST_FIRST`)."""
+    from pgsearch.db import queries as q
+
+    rows = conn.execute(  # type: ignore[call-overload]
+        "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
+        + q._filter_sql(scope, "m")
+        + " AND m.tsv @@ %(tsq)s::tsquery",
+        dict(q._filter_params(scope), tsq=tsq),
+    ).fetchall()
+    newest: dict[str, tuple[Any, ...]] = {}
+    for sid, seq, at in rows:
+        if sid not in newest or (at, seq) > (newest[sid][2], newest[sid][1]):
+            newest[sid] = (sid, seq, at)
+    return sorted(newest.values(), key=lambda r: (-r[2].timestamp(), r[0], -r[1]))

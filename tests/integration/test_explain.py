@@ -29,6 +29,7 @@ from pgsearch.db.driver import UnitRecord
 from pgsearch.db.migrate import migrate
 from pgsearch.search import SearchEngine
 from tests.conftest import Databases
+from tests.helpers import newest_match_per_session
 
 pytestmark = pytest.mark.slow
 
@@ -742,17 +743,7 @@ def test_the_session_spread_is_each_sessions_newest_match(
         where = q._filter_sql(scope, "m")
         params = q._filter_params(scope)
         params["tsq"] = q.candidate_tsquery(plan)
-        matches = conn.execute(  # type: ignore[call-overload]
-            "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
-            + where
-            + " AND m.tsv @@ %(tsq)s::tsquery",
-            params,
-        ).fetchall()
-        newest: dict[str, tuple[Any, ...]] = {}
-        for sid, seq, at in matches:
-            if sid not in newest or (at, seq) > (newest[sid][2], newest[sid][1]):
-                newest[sid] = (sid, seq, at)
-        by_time = sorted(newest.values(), key=lambda r: (-r[2].timestamp(), r[0], -r[1]))
+        by_time = newest_match_per_session(conn, scope, params["tsq"])
         assert len(by_time) > 20, "many sessions match"
         for cap in (1, 7, plan.cap):
             for scan in (1, 50, 500, 1_000_000):
@@ -800,19 +791,7 @@ def test_a_walked_session_spread_is_each_sessions_newest_match_or_the_scans(
     plan = _newest_plan(big_dsn, query)
     scope = _newest_scope({})
     with psycopg.connect(big_dsn) as conn:
-        params = q._filter_params(scope)
-        params["tsq"] = q.candidate_tsquery(plan)
-        matches = conn.execute(  # type: ignore[call-overload]
-            "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
-            + q._filter_sql(scope, "m")
-            + " AND m.tsv @@ %(tsq)s::tsquery",
-            params,
-        ).fetchall()
-        newest: dict[str, tuple[Any, ...]] = {}
-        for sid, seq, at in matches:
-            if sid not in newest or (at, seq) > (newest[sid][2], newest[sid][1]):
-                newest[sid] = (sid, seq, at)
-        by_time = sorted(newest.values(), key=lambda r: (-r[2].timestamp(), r[0], -r[1]))
+        by_time = newest_match_per_session(conn, scope, q.candidate_tsquery(plan))
         assert len(by_time) > 20, "many sessions match"
         walked = scanned = 0
         for cap in (1, 7, 20, plan.cap):

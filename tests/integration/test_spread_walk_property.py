@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from pgsearch import PgSearch, SessionQueryRequest, Settings
 from pgsearch.db import queries as q
 from pgsearch.plan import Filters
+from tests.helpers import newest_match_per_session
 
 T0 = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
 VOCABULARY = "the deploy cluster rollback quota zephyr fjord walrus".split()
@@ -42,21 +43,6 @@ def _entry(rng: random.Random, at: datetime) -> dict[str, Any]:
     if role == "output":
         return {"role": "tool", "name": "run", "content": words, "created_at": at.isoformat()}
     return {"role": role, "content": words, "created_at": at.isoformat()}
-
-
-def _newest(conn: psycopg.Connection[Any], scope: Filters, tsq: str) -> list[tuple[Any, ...]]:
-    """Every matching session's newest match, newest first (`NEWEST_FIRST`)."""
-    rows = conn.execute(
-        "SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
-        + q._filter_sql(scope, "m")
-        + " AND m.tsv @@ %(tsq)s::tsquery",
-        dict(q._filter_params(scope), tsq=tsq),
-    ).fetchall()
-    newest: dict[str, tuple[Any, ...]] = {}
-    for sid, seq, at in rows:
-        if sid not in newest or (at, seq) > (newest[sid][2], newest[sid][1]):
-            newest[sid] = (sid, seq, at)
-    return sorted(newest.values(), key=lambda r: (-r[2].timestamp(), r[0], -r[1]))
 
 
 def test_a_walked_spread_is_the_newest_matches_or_the_scans(dsn: str) -> None:
@@ -101,7 +87,7 @@ def test_a_walked_spread_is_the_newest_matches_or_the_scans(dsn: str) -> None:
                         continue
                     plan = replace(trace.plan, cap=rng.choice((1, 3, 8, 30)))
                     tsq = q.candidate_tsquery(plan)
-                    newest = _newest(conn, scope, tsq)[: plan.cap]
+                    newest = newest_match_per_session(conn, scope, tsq)[: plan.cap]
                     for scan in (rng.choice((1, 5, 20)), 1_000_000):
                         sql, params = q.session_spread_sql(scope, plan, scan=scan)
                         scanned = conn.execute(sql, params).fetchall()  # type: ignore[call-overload]
