@@ -1019,6 +1019,38 @@ def _newest_picked(where: LiteralString) -> LiteralString:
     )
 
 
+#: What a read of many matches keeps of each until it has picked the few it returns:
+#: where the row is (``t``) and what it is ordered and grouped by. Carrying a match's
+#: tsvector through a sort or a CTE costs more than reading the row again.
+_KEYS: LiteralString = "m.ctid AS t, m.session_id, m.seq, m.created_at"
+
+
+def _read_again(rows: LiteralString) -> LiteralString:
+    """The `_PICKED` columns of `rows` (a FROM item of `_KEYS` rows), read again by
+    where each row is, in the same statement (so the same row version), newest first."""
+    return (
+        "SELECT "
+        + _PICKED
+        + " FROM "
+        + rows
+        + " AS r JOIN messages m ON m.workspace_id = %(ws)s AND m.ctid = r.t"
+        " ORDER BY r.created_at DESC, r.session_id, r.seq DESC"
+    )
+
+
+def _newest_keyed(where: LiteralString) -> LiteralString:
+    """`_newest_picked`, each match's `_KEYS` sorted and the kept ones read again."""
+    return _read_again(
+        "(SELECT "
+        + _KEYS
+        + " FROM messages m WHERE "
+        + where
+        + " ORDER BY "
+        + NEWEST_FIRST
+        + " LIMIT %(cap)s)"
+    )
+
+
 #: The newest `cap` matches (``all_words_newest``) when the plan walks: first from a
 #: walk of the scope's newest ``walk`` entries, each tested by a call (not the ``@@``
 #: operator, so that the planner never reads the word's whole posting list for it);
@@ -1039,7 +1071,7 @@ def _newest_sql(scope: LiteralString, where: LiteralString) -> LiteralString:
         " LIMIT %(cap)s), "
         "picked AS (SELECT w.* FROM w WHERE (SELECT count(*) FROM w) >= %(cap)s "
         "UNION ALL ("
-        + _newest_picked(where + " AND (SELECT count(*) FROM w) < %(cap)s")
+        + _newest_keyed(where + " AND (SELECT count(*) FROM w) < %(cap)s")
         + ")) "
         + _BOUNDED_COLUMNS
         + "FROM picked AS m ORDER BY "
@@ -1068,7 +1100,7 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
             params["walk"] = walk
             return _newest_sql(scope, where), params
         # Every match from the index, the newest kept.
-        return _BOUNDED_COLUMNS + "FROM (" + _newest_picked(where) + ") AS m", params
+        return _BOUNDED_COLUMNS + "FROM (" + _newest_keyed(where) + ") AS m", params
     return _CANDIDATE_COLUMNS + where + " LIMIT %(cap)s", params
 
 
@@ -1581,25 +1613,24 @@ def newest_and_spread_sql(
     the candidates (a search adds the spread's others to them), each newest first
     (`NEWEST_FIRST`)."""
     where = _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
+    keys: LiteralString = "c.t, c.session_id, c.seq, c.created_at"
     sql: LiteralString = (
         "WITH a AS MATERIALIZED (SELECT "
-        + _PICKED
+        + _KEYS
         + " FROM messages m WHERE "
         + where
         + "), s AS ("
-        + _sessions_newest("a c")
+        + _sessions_newest("a c", keys, keys.replace("c.", "e."))
         + "), k AS MATERIALIZED (SELECT m.* FROM a m ORDER BY "
         + NEWEST_FIRST
         + " LIMIT %(cap)s) SELECT 'c' AS tag, c.* FROM ("
         + _BOUNDED_COLUMNS
-        + "FROM k m) c UNION ALL SELECT 's', s.* FROM ("
+        + "FROM ("
+        + _read_again("k")
+        + ") AS m) c UNION ALL SELECT 's', s.* FROM ("
         + _BOUNDED_COLUMNS
-        # The join planned on its own (OFFSET 0), as without the candidates' test.
-        + "FROM (SELECT m.* FROM (SELECT m.* FROM a m JOIN s ON s.session_id = m.session_id"
-        " AND s.seq = m.seq OFFSET 0) m WHERE "
-        + _NOT_CANDIDATE
-        + " ORDER BY "
-        + NEWEST_FIRST
+        + "FROM ("
+        + _read_again("(SELECT m.* FROM s m WHERE " + _NOT_CANDIDATE + ")")
         + ") AS m) s"
     )
     return sql, _candidate_params(filters, plan)
