@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from operator import attrgetter
 from typing import Literal, NamedTuple
 
 from pgsearch import policy
@@ -264,12 +265,24 @@ def add_session(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
     several turns outranks one with a single lucky match)."""
     by_session: dict[str, list[float]] = {}
     for h in hits:
-        by_session.setdefault(h.session_id, []).append(h.score)
+        scores = by_session.get(h.session_id)
+        if scores is None:
+            by_session[h.session_id] = [h.score]
+        else:
+            scores.append(h.score)
+    # A session of one hit (most, for a frequent word) has that hit's score as its
+    # evidence: the sum below gives exactly that value.
     evidence = {
-        sid: sum(sorted(scores, reverse=True)[:SESSION_EVIDENCE_HITS])
+        sid: scores[0]
+        if len(scores) == 1
+        else sum(sorted(scores, reverse=True)[:SESSION_EVIDENCE_HITS])
         for sid, scores in by_session.items()
     }
-    return [h.with_score(h.score + weight * evidence[h.session_id]) for h in hits]
+    new = _tuple_new
+    return [
+        new(Ranked, (sid, seq, kind, score + weight * evidence[sid], at, matched, where))
+        for sid, seq, kind, score, at, matched, where in hits
+    ]
 
 
 def sessions_first(hits: Sequence[Ranked], sessions: set[str]) -> list[Ranked]:
@@ -318,6 +331,11 @@ def score_document(
     return scorer.score(tfs, length)
 
 
+#: Makes a `Ranked` from its fields in order without the named tuple's own
+#: constructor (a call of Python code): hits are rescored at each step of the evidence.
+_tuple_new = tuple.__new__
+
+
 class Ranked(NamedTuple):
     """A scored hit; ``order_key`` sorts best first, then newest first (the later seq
     of a session first on equal times), then by session id.
@@ -338,19 +356,16 @@ class Ranked(NamedTuple):
 
     def with_score(self, score: float) -> Ranked:
         """This hit with another score."""
-        return Ranked(
-            self.session_id,
-            self.seq,
-            self.kind,
-            score,
-            self.created_at,
-            self.matched,
-            self.matched_in,
-        )
+        sid, seq, kind, _, at, matched, where = self
+        return _tuple_new(Ranked, (sid, seq, kind, score, at, matched, where))
 
     @property
     def order_key(self) -> tuple[float, float, str, int]:
         return (-round(self.score, 9), -self.created_at.timestamp(), self.session_id, -self.seq)
+
+
+#: `Ranked.order_key` as a sort key (no call of a lambda around the property's).
+_ORDER_KEY = attrgetter("order_key")
 
 
 def rank(
@@ -362,7 +377,7 @@ def rank(
 ) -> list[Ranked]:
     """Best first, newest first on ties; drop hits under `floor` x top, except those
     matching a term of `keep` (rare query words); one per session."""
-    ordered = sorted(hits, key=lambda h: h.order_key)
+    ordered = sorted(hits, key=_ORDER_KEY)
     if not ordered:
         return []
     top = ordered[0].score

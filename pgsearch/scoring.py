@@ -175,9 +175,11 @@ def own_scores(
     )
     scored: list[Ranked] = []
     seen: set[str] = set()
+    none: frozenset[str] = frozenset()
+    speakers = bool(evidence.speaker)
     for c in candidates:
         seen.add(c.session_id)
-        speaker = ranking.speaker_terms(c.kind, c.speaker) if evidence.speaker else frozenset()
+        speaker = ranking.speaker_terms(c.kind, c.speaker) if speakers else none
         base, matched = scorer.score(c.tfs, c.length, fields=speaker)
         if base <= 0:
             continue
