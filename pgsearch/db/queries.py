@@ -1389,18 +1389,22 @@ def spread_walks(filters: Filters, plan: CandidatePlan, stats: SearchStats, *, s
 
 
 def _walk_from_end(rows: LiteralString) -> LiteralString:
-    """For each session ``x``, the newest match (``seq``, ``created_at``) among its
-    newest `rows` entries (by time, then position), and, when none matched and the
-    session goes on past them, the time of the last of them (``past``: no entry
-    after it is newer)."""
+    """For each session ``x``, the newest match (``seq``, ``created_at``, and where
+    the row is, ``t``) among its newest `rows` entries (by time, then position), and,
+    when none matched and the session goes on past them, the time of the last of them
+    (``past``: no entry after it is newer)."""
     from_end: LiteralString = (
         "FROM messages m WHERE m.workspace_id = %(ws)s AND m.session_id = x.session_id"
         " ORDER BY m.created_at DESC, m.seq DESC"
     )
     return (
-        " CROSS JOIN LATERAL (SELECT h.seq, h.created_at, b.created_at AS past FROM"
-        " (SELECT 1) o LEFT JOIN LATERAL (SELECT w.seq, w.created_at FROM (SELECT m.seq,"
-        " m.created_at, m.kind, m.tsv " + from_end + " LIMIT %(" + rows + ")s) w"
+        " CROSS JOIN LATERAL (SELECT h.seq, h.created_at, h.t, b.created_at AS past FROM"
+        " (SELECT 1) o LEFT JOIN LATERAL (SELECT w.seq, w.created_at, w.t FROM (SELECT"
+        " m.seq, m.created_at, m.ctid AS t, m.kind, m.tsv "
+        + from_end
+        + " LIMIT %("
+        + rows
+        + ")s) w"
         " WHERE w.kind = ANY(%(kinds)s::text[]) AND w.tsv @@ %(tsq)s::tsquery LIMIT 1) h"
         # Only read when the walk found none (a one-time test in the subquery).
         " ON true LEFT JOIN LATERAL (SELECT m.created_at FROM messages m WHERE h.seq IS NULL"
@@ -1452,19 +1456,19 @@ def session_spread_walk_sql(
         "WITH c AS MATERIALIZED (SELECT s.session_id, s.updated_at FROM sessions s"
         " WHERE s.workspace_id = %(ws)s AND s.updated_at IS NOT NULL"
         " ORDER BY s.updated_at DESC LIMIT %(walk_sessions)s), "
-        "r AS MATERIALIZED (SELECT x.session_id, w.seq, w.created_at, w.past FROM c x"
+        "r AS MATERIALIZED (SELECT x.session_id, w.seq, w.created_at, w.t, w.past FROM c x"
         + _walk_from_end("walk_rows")
         + "), "
         "t1 AS MATERIALIZED (SELECT " + _cap_th("r") + " AS low), "
         # The walks that found no match where the session went on past the walk's end,
         # at that end or later than the cap-th match so far: walked further.
-        "u AS MATERIALIZED (SELECT x.session_id, w.seq, w.created_at, w.past FROM r x"
+        "u AS MATERIALIZED (SELECT x.session_id, w.seq, w.created_at, w.t, w.past FROM r x"
         + _walk_from_end("walk_more")
         + " WHERE x.seq IS NULL AND x.past >= (SELECT t1.low FROM t1)), "
-        "h AS MATERIALIZED (SELECT r.session_id, r.seq, r.created_at FROM r"
-        " WHERE r.seq IS NOT NULL UNION ALL SELECT u.session_id, u.seq, u.created_at FROM u"
-        " WHERE u.seq IS NOT NULL), "
-        "k AS MATERIALIZED (SELECT h.session_id, h.seq, h.created_at FROM h"
+        "h AS MATERIALIZED (SELECT r.session_id, r.seq, r.created_at, r.t FROM r"
+        " WHERE r.seq IS NOT NULL UNION ALL SELECT u.session_id, u.seq, u.created_at, u.t"
+        " FROM u WHERE u.seq IS NOT NULL), "
+        "k AS MATERIALIZED (SELECT h.session_id, h.seq, h.created_at, h.t FROM h"
         " ORDER BY h.created_at DESC, h.session_id, h.seq DESC LIMIT %(cap)s), "
         "t AS MATERIALIZED (SELECT " + _cap_th("k") + " AS low), "
         "ok AS MATERIALIZED (SELECT ((SELECT count(*) FROM c) < %(walk_sessions)s"
@@ -1474,8 +1478,9 @@ def session_spread_walk_sql(
     read: LiteralString = (
         "SELECT m.* FROM (SELECT "
         + _PICKED
-        + " FROM k CROSS JOIN LATERAL (SELECT m.* FROM messages m WHERE m.workspace_id = %(ws)s"
-        " AND m.session_id = k.session_id AND m.seq = k.seq LIMIT 1) m"
+        # Each kept row read again where the walk found it (the same statement, so
+        # the same row version).
+        + " FROM k JOIN messages m ON m.workspace_id = %(ws)s AND m.ctid = k.t"
         " WHERE (SELECT ok.done FROM ok) ORDER BY " + NEWEST_FIRST + ") m"
     )
     scanned: LiteralString = (
