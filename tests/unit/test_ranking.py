@@ -302,6 +302,38 @@ def test_a_neighbouring_turn_lends_a_share_of_its_score() -> None:
     assert out[("t", 5)] == pytest.approx(2.0)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.floats(min_value=1e-6, max_value=1e6, allow_nan=False),
+        ),
+        max_size=30,
+    ),
+    st.sampled_from([0.0, 0.15, 0.3, 1.0]),
+)
+def test_session_evidence_is_each_sessions_three_best_scores_summed_best_first(
+    scored: list[tuple[str, float]], weight: float
+) -> None:
+    """Value for value (not approximately): the evidence of a session of one hit is that
+    hit's score, and of more the sum of its three best, largest first; every other
+    field of each hit is kept, in order."""
+    hits = [hit(sid, seq, score, minutes=seq) for seq, (sid, score) in enumerate(scored)]
+    out = ranking.add_session(hits, weight)
+    by_session: dict[str, list[float]] = {}
+    for h in hits:
+        by_session.setdefault(h.session_id, []).append(h.score)
+    for before, after in zip(hits, out, strict=True):
+        best = sorted(by_session[before.session_id], reverse=True)[:3]
+        evidence = 0.0
+        for value in best:
+            evidence += value
+        assert after.score == before.score + weight * evidence
+        assert type(after) is Ranked
+        assert after._replace(score=before.score) == before
+
+
 def test_session_evidence_lifts_a_session_answering_in_several_turns() -> None:
     lucky = hit("lucky", 0, 5.0)
     steady = [hit("steady", i, 4.0) for i in range(4)]
