@@ -452,6 +452,14 @@ class CandidatePlan:
 WALK_MARGIN = 2
 
 
+def match_share(dfs: Iterable[int], n_indexed: int) -> float:
+    """The share of indexed entries holding words of these dfs, the words taken as
+    independent: the share of entries a walk passes that match (`newest_walk`,
+    `pgsearch.db.queries.spread_walks`)."""
+    n = max(n_indexed, 1)
+    return math.prod(min(df, n) / n for df in dfs)
+
+
 def newest_walk(cap: int, dfs: Sequence[int], n_indexed: int, scope_share: float = 1.0) -> int:
     """How many entries the newest `cap` messages holding words of these dfs may be
     looked for in, newest first, before they are read from the index instead.
@@ -469,7 +477,7 @@ def newest_walk(cap: int, dfs: Sequence[int], n_indexed: int, scope_share: float
     than the matches expected) to the index read after it. The result is the same
     either way: every entry a walk leaves is older than every entry it kept."""
     n = max(n_indexed, 1)
-    share = math.prod(min(df, n) / n for df in dfs)
+    share = match_share(dfs, n_indexed)
     if share <= 0 or scope_share <= 0:
         return 0
     walk = math.ceil(WALK_MARGIN * cap / share)

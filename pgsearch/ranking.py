@@ -265,11 +265,7 @@ def add_session(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
     several turns outranks one with a single lucky match)."""
     by_session: dict[str, list[float]] = {}
     for h in hits:
-        scores = by_session.get(h.session_id)
-        if scores is None:
-            by_session[h.session_id] = [h.score]
-        else:
-            scores.append(h.score)
+        by_session.setdefault(h.session_id, []).append(h.score)
     # A session of one hit (most, for a frequent word) has that hit's score as its
     # evidence: the sum below gives exactly that value.
     evidence = {
@@ -278,11 +274,7 @@ def add_session(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
         else sum(sorted(scores, reverse=True)[:SESSION_EVIDENCE_HITS])
         for sid, scores in by_session.items()
     }
-    new = _tuple_new
-    return [
-        new(Ranked, (sid, seq, kind, score + weight * evidence[sid], at, matched, where))
-        for sid, seq, kind, score, at, matched, where in hits
-    ]
+    return [h.with_score(h.score + weight * evidence[h.session_id]) for h in hits]
 
 
 def sessions_first(hits: Sequence[Ranked], sessions: set[str]) -> list[Ranked]:

@@ -7,12 +7,11 @@ Each search-time shape has an EXPLAIN test (tests/integration/test_explain.py).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, LiteralString
 
 from pgsearch.cursor import BrowsePosition
-from pgsearch.plan import CandidatePlan, Filters, Group, group_df
+from pgsearch.plan import CandidatePlan, Filters, Group, group_df, match_share
 from pgsearch.policy import TOOL_NAME_SEPARATOR
 from pgsearch.rows import SearchStats
 
@@ -1378,7 +1377,7 @@ def spread_walks(filters: Filters, plan: CandidatePlan, stats: SearchStats, *, s
     n = max(stats.n_indexed, 1)
     in_scope = min(stats.in_scope / max(stats.n_messages, 1), 1.0)
     share = in_scope * max(
-        math.prod(min(group_df(g), n) / n for g in unit) for unit in plan.drivers
+        match_share((group_df(g) for g in unit), stats.n_indexed) for unit in plan.drivers
     )
     if share <= 0:
         return False
