@@ -166,6 +166,15 @@ ON CONFLICT (workspace_id, term) DO UPDATE
 SET df = v.df + EXCLUDED.df, sf = v.sf + EXCLUDED.sf
 """
 
+# GIN adds a new vocabulary term's trigrams to the trigram index's pending list, which
+# every typo lookup scans whole until it is merged into the index; the writer whose
+# insert takes the list past `gin_pending_list_limit` merges it. A small write keeps
+# the list as short as the message index keeps its own (1 MB, about 1,400 terms); a
+# bulk write keeps the server's setting (4 MB unless configured), merged in fewer and
+# cheaper steps, and the list is merged when the load ends (`AFTER_BULK_LOAD`). The
+# trigram index has no limit of its own, so the setting governs it.
+SMALL_WRITE_PENDING: LiteralString = "SET LOCAL gin_pending_list_limit = 1024"
+
 PRUNE_VOCABULARY = """
 DELETE FROM vocabulary
 WHERE workspace_id = %(ws)s AND term = ANY(%(terms)s::text[]) AND df <= 0 AND sf <= 0
@@ -278,6 +287,7 @@ MESSAGE_ESTIMATE = "SELECT reltuples FROM pg_class WHERE oid = to_regclass('mess
 
 AFTER_BULK_LOAD: tuple[LiteralString, ...] = (
     "SELECT gin_clean_pending_list(to_regclass('messages_tsv_idx'))",
+    "SELECT gin_clean_pending_list(to_regclass('vocabulary_term_trgm_idx'))",
     "ANALYZE messages, vocabulary, sessions",
 )
 
@@ -301,6 +311,15 @@ AFTER_BULK_LOAD_CITUS: tuple[LiteralString, ...] = (
     WHEN NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('messages'))
     THEN gin_clean_pending_list(to_regclass('messages_tsv_idx'))
     ELSE (SELECT sum(result::bigint) FROM run_command_on_shards('messages', $$
+              SELECT coalesce(sum(gin_clean_pending_list(i.indexrelid)), 0)
+              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+              JOIN pg_am a ON a.oid = c.relam
+              WHERE i.indrelid = '%s'::regclass AND a.amname = 'gin'$$))
+END""",
+    """SELECT CASE
+    WHEN NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('vocabulary'))
+    THEN gin_clean_pending_list(to_regclass('vocabulary_term_trgm_idx'))
+    ELSE (SELECT sum(result::bigint) FROM run_command_on_shards('vocabulary', $$
               SELECT coalesce(sum(gin_clean_pending_list(i.indexrelid)), 0)
               FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
               JOIN pg_am a ON a.oid = c.relam

@@ -657,6 +657,11 @@ def forget_sources(ws: str, sources: Sequence[str], deltas: Deltas) -> Work[None
     )
 
 
+#: A write of at least this many vocabulary terms is a bulk write: it leaves the
+#: trigram index's pending list to the server's limit (`queries.SMALL_WRITE_PENDING`).
+BULK_TERMS = 1000
+
+
 def apply_deltas(ws: str, deltas: Deltas, *, final: bool = False) -> Work[None]:
     """Fold accumulated deltas into vocabulary and statistics (sorted, batched).
 
@@ -672,6 +677,8 @@ def _delta_statements(ws: str, deltas: Deltas) -> list[Statement[Any]]:
     statements: list[Statement[Any]] = []
     terms = sorted(t for t in set(deltas.df) | set(deltas.sf) if deltas.df[t] or deltas.sf[t])
     if terms:
+        if len(terms) < BULK_TERMS:
+            statements.append(Statement("setting", q.SMALL_WRITE_PENDING))
         statements.append(
             Statement(
                 "upsert vocabulary",
