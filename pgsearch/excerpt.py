@@ -67,12 +67,6 @@ def _head_re() -> re.Pattern[str]:
     return re.compile(f"(?:[^\\W_]|[{_marks()}])*")
 
 
-@cache
-def _tail_re() -> re.Pattern[str]:
-    """The letters, digits and marks up to the end of the searched range."""
-    return re.compile(f"(?:[^\\W_]|[{_marks()}])*\\Z")
-
-
 def _loose(text: str) -> str:
     """A cheap fold for `_may_hold`: decomposed, case-folded, marks dropped, letters
     folded. A word's normalised form, so folded, lies within its text so folded."""
@@ -188,16 +182,23 @@ def _word_spans(text: str, wanted: frozenset[str], start: int, end: int) -> list
 
 
 def _word_start(text: str, i: int, floor: int) -> int:
-    """Where the word holding position `i` starts (not before `floor`, at most
-    `_LONG_REACH` back): the nearest words are looked at first."""
-    reach = 64
-    while True:
-        lo = max(i - reach, floor)
-        tail = _tail_re().search(text, lo, i)
-        start = i if tail is None else tail.start()
-        if start > lo or lo == floor or reach >= _LONG_REACH:
-            return start
-        reach *= 8
+    """Where the word holding position `i` starts: the start of the run of letters,
+    digits and marks that ends at `i`, not before `floor` nor `_LONG_REACH` back.
+    The run is matched on the reversed text before `i` (one anchored match), the
+    nearest 64 characters first."""
+    lo = max(i - 64, floor)
+    start = i - _run_before(text, lo, i)
+    if start == lo and lo > floor:
+        lo = max(i - _LONG_REACH, floor)
+        start = i - _run_before(text, lo, i)
+    return start
+
+
+def _run_before(text: str, lo: int, i: int) -> int:
+    """The length of the run of letters, digits and marks ending at `i`, within
+    ``text[lo:i]``."""
+    run = _head_re().match(text[lo:i][::-1])
+    return 0 if run is None else run.end()
 
 
 def match_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:

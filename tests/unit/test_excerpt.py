@@ -10,9 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pgsearch.excerpt import (
+    _LONG_REACH,
     ELLIPSIS,
     MARK_CLOSE,
     MARK_OPEN,
+    _word_start,
     clip,
     make_excerpt,
     match_spans,
@@ -516,3 +518,35 @@ def test_excerpt_bounds_are_found_as_walking_character_by_character_found_them(
     assert fit_end(text, anchor, marked, budget) == _fit_end_by_characters(
         text, anchor, marked, budget
     )
+
+
+_WORD_CHAR = re.compile(r"[^\W_]")
+
+
+def _is_word_char(c: str) -> bool:
+    return bool(_WORD_CHAR.match(c)) or unicodedata.category(c).startswith("M")
+
+
+#: Runs of letters, digits and marks (some longer than `_LONG_REACH`) between others.
+_RUNS = st.lists(
+    st.one_of(
+        st.text(
+            alphabet=st.sampled_from(["a", "Z", "7", "é", "\u0301", "東", "京"]), max_size=5000
+        ),
+        st.text(alphabet=st.sampled_from([" ", "_", "-", "\n", "。"]), min_size=1, max_size=3),
+    ),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(_RUNS, st.data())
+def test_word_start_is_the_start_of_the_run_ending_there(text: str, data: st.DataObject) -> None:
+    i = data.draw(st.integers(0, len(text)))
+    floor = data.draw(st.integers(0, i))
+    # By definition: step back over letters, digits and marks, to `floor` at most and
+    # `_LONG_REACH` characters at most.
+    start = i
+    while start > max(floor, i - _LONG_REACH) and _is_word_char(text[start - 1]):
+        start -= 1
+    assert _word_start(text, i, floor) == start
