@@ -403,25 +403,22 @@ class _Core:
         out: list[Statement[Any]] = [
             Statement("begin", "BEGIN READ WRITE" if unit.write else "BEGIN READ ONLY")
         ]
-        local: list[sql.SQL | sql.Composed] = []
+        # (name, value): the transaction's settings, values from code or `config`.
+        local: list[tuple[LiteralString, str]] = []
         if self.citus:
-            local.append(sql.SQL("SET LOCAL citus.propagate_set_commands = 'local'"))
-            local.append(sql.SQL("SET LOCAL jit = off"))
+            local.append(("citus.propagate_set_commands", "local"))
+            local.append(("jit", "off"))
             # A statement run often is prepared (psycopg, after five runs), and the
             # server may then plan it once for any parameters: such a plan cannot see
             # the workspace, so a statement joining a row source to a table would be
             # sent to every shard. Planned for its values, each stays on one.
-            local.append(sql.SQL("SET LOCAL plan_cache_mode = force_custom_plan"))
-            local.append(
-                sql.SQL("SET LOCAL pg_trgm.similarity_threshold = {}").format(
-                    sql.Literal(self.config.trigram_threshold)
-                )
-            )
+            local.append(("plan_cache_mode", "force_custom_plan"))
+            local.append(("pg_trgm.similarity_threshold", str(self.config.trigram_threshold)))
             if self.config.single_shard and unit.workspace is not None:
                 # Work bound to one workspace never needs a second shard.
-                local.append(sql.SQL("SET LOCAL citus.multi_task_query_log_level = error"))
+                local.append(("citus.multi_task_query_log_level", "error"))
         if unit.search:
-            local.append(sql.SQL("SET LOCAL enable_seqscan = off"))
+            local.append(("enable_seqscan", "off"))
             if not self.citus:
                 # A search's statements are prepared on the connection; planned once
                 # for any parameters they skip a planning that cost as much as their
@@ -429,19 +426,40 @@ class _Core:
                 # change little in a plan whose row sources are computed in the
                 # statement (bench/README.md, "Plans made once"). Citus keeps custom
                 # plans (above), which keep each statement on one shard.
-                local.append(sql.SQL("SET LOCAL plan_cache_mode = force_generic_plan"))
+                local.append(("plan_cache_mode", "force_generic_plan"))
                 # A generic plan guesses a `LIMIT` parameter large and may then
                 # start parallel workers, whose start-up alone costs more than a
                 # search (a browse at 1M messages: 7 -> 18 ms): none for searches.
-                local.append(sql.SQL("SET LOCAL max_parallel_workers_per_gather = 0"))
+                local.append(("max_parallel_workers_per_gather", "0"))
         timeout = self.config.write_timeout_ms if unit.write else self.config.read_timeout_ms
         if timeout:
-            local.append(sql.SQL("SET LOCAL statement_timeout = {}").format(sql.Literal(timeout)))
+            local.append(("statement_timeout", str(timeout)))
         if self.config.rls and unit.workspace is not None:
-            local.append(
-                sql.SQL("SET LOCAL pgsearch.workspace_id = {}").format(sql.Literal(unit.workspace))
+            local.append(("pgsearch.workspace_id", unit.workspace))
+        if self.citus:
+            # Only `SET LOCAL` reaches the workers (`citus.propagate_set_commands`).
+            out += [
+                Statement(
+                    "setting",
+                    sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(value)),
+                )
+                for name, value in local
+            ]
+        elif local:
+            # One statement for all of them (each `SET LOCAL` would be one more
+            # statement in the round trip): the names are the code's, the values
+            # parameters, so the statement's text is one of a few, prepared once.
+            calls = [
+                "set_config('" + name + "', %(v" + str(i) + ")s, true)"
+                for i, (name, _) in enumerate(local)
+            ]
+            out.append(
+                Statement(
+                    "setting",
+                    "SELECT " + ", ".join(calls),
+                    {f"v{i}": value for i, (_, value) in enumerate(local)},
+                )
             )
-        out += [Statement("setting", s) for s in local]
         return out
 
     def _compose(
