@@ -109,6 +109,8 @@ NETWORK_PARAMS: dict[str, Any] = {
 
 _COMMIT: Statement[Any] = Statement("commit", "COMMIT")
 _ROLLBACK: LiteralString = "ROLLBACK"
+#: Parameter names of the settings statement (`_Core._begin`), one per setting.
+_SETTING_KEYS: tuple[LiteralString, ...] = ("s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7")
 #: The WAL position a standby must have replayed to see a commit just acknowledged:
 #: the flush position once a synchronous COMMIT returned (it is at or past the
 #: commit record, and never ahead of what the walsender may send), the insert
@@ -449,15 +451,16 @@ class _Core:
             # One statement for all of them (each `SET LOCAL` would be one more
             # statement in the round trip): the names are the code's, the values
             # parameters, so the statement's text is one of a few, prepared once.
+            keys = _SETTING_KEYS[: len(local)]
             calls = [
-                "set_config('" + name + "', %(v" + str(i) + ")s, true)"
-                for i, (name, _) in enumerate(local)
+                "set_config('" + name + "', %(" + key + ")s, true)"
+                for key, (name, _) in zip(keys, local, strict=True)
             ]
             out.append(
                 Statement(
                     "setting",
                     "SELECT " + ", ".join(calls),
-                    {f"v{i}": value for i, (_, value) in enumerate(local)},
+                    {key: value for key, (_, value) in zip(keys, local, strict=True)},
                 )
             )
         return out
