@@ -306,25 +306,25 @@ SELECT CASE
 END
 """
 
+
+def _merge_pending_on_shards(table: LiteralString, index: LiteralString) -> LiteralString:
+    """Merge the GIN pending lists of `table`: of `index` while the table is not
+    distributed, else of every GIN index on every shard; the entries merged."""
+    return (
+        "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM pg_dist_partition"
+        " WHERE logicalrelid = to_regclass('" + table + "'))"
+        " THEN gin_clean_pending_list(to_regclass('" + index + "'))"
+        " ELSE (SELECT sum(result::bigint) FROM run_command_on_shards('" + table + "', $$"
+        "SELECT coalesce(sum(gin_clean_pending_list(i.indexrelid)), 0)"
+        " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " JOIN pg_am a ON a.oid = c.relam"
+        " WHERE i.indrelid = '%s'::regclass AND a.amname = 'gin'$$)) END"
+    )
+
+
 AFTER_BULK_LOAD_CITUS: tuple[LiteralString, ...] = (
-    """SELECT CASE
-    WHEN NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('messages'))
-    THEN gin_clean_pending_list(to_regclass('messages_tsv_idx'))
-    ELSE (SELECT sum(result::bigint) FROM run_command_on_shards('messages', $$
-              SELECT coalesce(sum(gin_clean_pending_list(i.indexrelid)), 0)
-              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-              JOIN pg_am a ON a.oid = c.relam
-              WHERE i.indrelid = '%s'::regclass AND a.amname = 'gin'$$))
-END""",
-    """SELECT CASE
-    WHEN NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('vocabulary'))
-    THEN gin_clean_pending_list(to_regclass('vocabulary_term_trgm_idx'))
-    ELSE (SELECT sum(result::bigint) FROM run_command_on_shards('vocabulary', $$
-              SELECT coalesce(sum(gin_clean_pending_list(i.indexrelid)), 0)
-              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-              JOIN pg_am a ON a.oid = c.relam
-              WHERE i.indrelid = '%s'::regclass AND a.amname = 'gin'$$))
-END""",
+    _merge_pending_on_shards("messages", "messages_tsv_idx"),
+    _merge_pending_on_shards("vocabulary", "vocabulary_term_trgm_idx"),
     "ANALYZE messages, vocabulary, sessions",
 )
 
