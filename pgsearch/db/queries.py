@@ -1387,10 +1387,11 @@ def spread_walks(filters: Filters, plan: CandidatePlan, stats: SearchStats, *, s
     entries than the scan. A walk of a session reads about ``1 / share`` entries to
     its newest match, `SPREAD_WALK_ROWS` at most; ``share`` is the share of the
     entries it passes (of every kind) that are in scope and match a driving unit, its
-    words taken as independent, as `pgsearch.plan.newest_walk` takes them. The scan
-    reads every match in scope, `scan` at most. A scope of a few kinds (few of the
-    entries a walk passes) thus scans: a walk would mostly pass entries out of scope,
-    find no match in most sessions, and end in the scan anyway."""
+    words' share as `pgsearch.plan.match_share` expects it, as for the newest-first
+    walk (`pgsearch.plan.newest_walk`). The scan reads every match in scope, `scan`
+    at most. A scope of a few kinds (few of the entries a walk passes) thus scans: a
+    walk would mostly pass entries out of scope, find no match in most sessions, and
+    end in the scan anyway."""
     if not filters.only_kinds or not plan.drivers:
         return False
     n = max(stats.n_indexed, 1)
