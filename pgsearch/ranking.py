@@ -368,13 +368,25 @@ def rank(
     keep: frozenset[str] = frozenset(),
 ) -> list[Ranked]:
     """Best first, newest first on ties; drop hits under `floor` x top, except those
-    matching a term of `keep` (rare query words); one per session."""
-    ordered = sorted(hits, key=_ORDER_KEY)
-    if not ordered:
+    matching a term of `keep` (rare query words); one per session.
+
+    ``top`` is the score of the first hit in that order. The hits under the floor
+    are dropped before the others are ordered: a query of several words keeps a few
+    of hundreds."""
+    hits = list(hits)
+    if not hits:
         return []
-    top = ordered[0].score
+    highest = max(h.score for h in hits)
+    # The first in order: of the highest score to 9 places, the first by the rest of
+    # the order (only a score within 1e-9 of the highest can round alike).
+    level = round(highest, 9)
+    top = min(
+        (h for h in hits if h.score >= highest - 2e-9 and round(h.score, 9) == level),
+        key=_ORDER_KEY,
+    ).score
     if top > 0:
-        ordered = [h for h in ordered if h.score >= floor * top or (keep and h.matched & keep)]
+        hits = [h for h in hits if h.score >= floor * top or (keep and h.matched & keep)]
+    ordered = sorted(hits, key=_ORDER_KEY)
     if per_session:
         seen: set[str] = set()
         best: list[Ranked] = []

@@ -107,6 +107,13 @@ NETWORK_PARAMS: dict[str, Any] = {
     "connect_timeout": 10,
 }
 
+#: Every connection's session runs in UTC, so that the times it returns carry
+#: `datetime.UTC` (psycopg's zone for a session in UTC). A named zone (a server's
+#: default is often ``Etc/UTC``) costs a lookup of its offset for every time decoded
+#: and every time compared or converted: a third of the decoding of a candidate row,
+#: and most of ordering the hits of a frequent word. The instants are the same.
+UTC_SESSION: sql.Composable = sql.SQL("SET TimeZone = 'UTC'")
+
 _COMMIT: Statement[Any] = Statement("commit", "COMMIT")
 _ROLLBACK: LiteralString = "ROLLBACK"
 #: Parameter names of the settings statement (`_Core._begin`), one per setting.
@@ -393,12 +400,17 @@ class _Core:
     # --- statements around the work ------------------------------------------------
 
     def _connection_settings(self) -> list[sql.Composable]:
-        """Settings that hold for every transaction (per connection without Citus)."""
+        """Settings set once per connection: those that hold for every transaction
+        (without Citus, which takes them per transaction, `_begin`), and the session's
+        time zone (`UTC_SESSION`)."""
+        if self.citus:
+            return [UTC_SESSION]
         return [
             sql.SQL("SET jit = off"),
             sql.SQL("SET pg_trgm.similarity_threshold = {}").format(
                 sql.Literal(self.config.trigram_threshold)
             ),
+            UTC_SESSION,
         ]
 
     def _begin(self, unit: Unit[Any]) -> list[Statement[Any]]:
@@ -1057,8 +1069,7 @@ class Driver(_Core):
         return pool
 
     def _configure(self, conn: Connection) -> None:
-        if not self.citus:
-            conn.execute(sql.SQL("; ").join(self._connection_settings()))
+        conn.execute(sql.SQL("; ").join(self._connection_settings()))
 
     def _check(self, conn: Connection) -> None:
         if self._needs_check(conn):
@@ -1312,8 +1323,7 @@ class AsyncDriver(_Core):
         return driver
 
     async def _configure(self, conn: AsyncConnection) -> None:
-        if not self.citus:
-            await conn.execute(sql.SQL("; ").join(self._connection_settings()))
+        await conn.execute(sql.SQL("; ").join(self._connection_settings()))
 
     async def _check(self, conn: AsyncConnection) -> None:
         if self._needs_check(conn):

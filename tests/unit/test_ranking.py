@@ -228,6 +228,54 @@ def test_scores_equal_up_to_float_noise_are_ties() -> None:
     assert ids(rank([older, newer], per_session=False)) == [("b", 0), ("a", 0)]
 
 
+def _rank_by_sorting_all(
+    hits: list[Ranked], *, per_session: bool, floor: float, keep: frozenset[str]
+) -> list[Ranked]:
+    """`rank` as it reads: every hit ordered, then the floor of the first one's
+    score, then one per session."""
+    ordered = sorted(hits, key=lambda h: h.order_key)
+    if not ordered:
+        return []
+    top = ordered[0].score
+    if top > 0:
+        ordered = [h for h in ordered if h.score >= floor * top or (keep and h.matched & keep)]
+    if per_session:
+        seen: set[str] = set()
+        ordered = [h for h in ordered if not (h.session_id in seen or seen.add(h.session_id))]
+    return ordered
+
+
+@settings(max_examples=300)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from("abcdef"),
+            st.integers(0, 30),
+            # Equal, equal to 9 places, and just apart: the top is the first in order.
+            st.sampled_from([0.0, 0.5, 1.0, 2.0, 2.0000000001, 2.0000000006, 1.9999999996, 7.0]),
+            st.integers(0, 5),
+            st.booleans(),
+        ),
+        max_size=60,
+    ),
+    floor=st.sampled_from([0.0, 0.25, 0.5, 0.99]),
+    per_session=st.booleans(),
+)
+def test_rank_drops_under_the_floor_first_and_gives_the_same_order(
+    rows: list[tuple[str, int, float, int, bool]], floor: float, per_session: bool
+) -> None:
+    """`rank` drops the hits under the floor before it orders the rest: the same hits
+    in the same order as ordering every hit first."""
+    hits = [
+        Ranked(s, seq, "user_text", score, T0 + timedelta(minutes=m), frozenset({"r"} if r else ()))
+        for s, seq, score, m, r in rows
+    ]
+    keep = frozenset({"r"})
+    assert rank(hits, per_session=per_session, floor=floor, keep=keep) == _rank_by_sorting_all(
+        hits, per_session=per_session, floor=floor, keep=keep
+    )
+
+
 # -- paging ---------------------------------------------------------------------------------
 
 HITS = st.lists(
