@@ -6,16 +6,20 @@ locks are held by other connections, and threads share one object.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import traceback
 from collections import Counter
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from pgsearch import PgSearch, SessionQueryRequest, Settings, StoreError
+from pgsearch.aio import AsyncPgSearch
 from tests.conftest import EXAMPLES
 from tests.helpers import assert_statistics_exact
 
@@ -189,3 +193,38 @@ def test_reads_and_forget_take_the_round_trips_their_data_needs(dsn: str) -> Non
     # Deleting, then folding the deltas in (which depend on what was deleted) + COMMIT.
     assert trips["forgetting"] <= 3
     assert_statistics_exact(dsn, WS)
+
+
+def test_times_come_back_in_utc_whatever_the_servers_time_zone(dsn: str) -> None:
+    """Every pooled session runs in UTC: a database whose `TimeZone` is New York's
+    still gives times in `datetime.UTC`, the same instants, sync and async."""
+    name = conninfo_to_dict(dsn)["dbname"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("ALTER DATABASE {} SET TimeZone = 'America/New_York'").format(
+                sql.Identifier(name)
+            )
+        )
+    with psycopg.connect(dsn) as conn:  # a new session takes the database's zone
+        assert conn.execute("SHOW TimeZone").fetchone() == ("America/New_York",)
+    at = datetime(2026, 3, 2, 9, 1, tzinfo=UTC)
+    request = SessionQueryRequest(query="advisory lock")
+    with PgSearch.connect(dsn) as pg:
+        pg.append(
+            workspace=WS,
+            session_id="tz",
+            messages=[
+                {"role": "user", "content": "an advisory lock", "created_at": at.isoformat()}
+            ],
+        )
+        (match,) = pg.provider(workspace=WS).search(request).matches
+        (session,) = pg.sessions(workspace=WS)
+
+    async def search() -> datetime:
+        async with await AsyncPgSearch.connect(dsn) as apg:
+            (m,) = (await apg.provider(workspace=WS).search(request)).matches
+            return m.created_at
+
+    for got in (match.created_at, session.updated_at, asyncio.run(search())):
+        assert got == at
+        assert got.tzinfo is UTC
