@@ -44,7 +44,7 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import re2
@@ -490,8 +490,13 @@ def key_words(key: str) -> list[str]:
     return [w.lower() for w in _WORD_SPLIT.findall(key)]
 
 
+@lru_cache(maxsize=4096)
 def key_strength(key: str) -> str:
-    """``strong``, ``weak`` or ``none``: how much a key's name says its value is secret."""
+    """``strong``, ``weak`` or ``none``: how much a key's name says its value is secret.
+
+    Kept per name: code and logs repeat a few key names (``key``, ``token``,
+    ``password``) in every line, and splitting a name into words is most of the cost
+    of an assignment that is no secret."""
     words = key_words(key)
     if not words or words[-1] in NOT_SECRET_SUFFIXES:
         return "none"
