@@ -97,8 +97,13 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> Statements:
     return seen
 
 
+#: The budget of the calls stuck behind a lock: the search run after the lock is gone
+#: (about 20 ms) must fit in it on a machine that runs the other suites beside this one.
+LOCKED_TIMEOUT_MS = 1_000
+
+
 def test_a_search_stuck_behind_a_lock_times_out_clearly(big_dsn: str) -> None:
-    settings = Settings.from_env({}, dsn=big_dsn, statement_timeout_ms=TIMEOUT_MS)
+    settings = Settings.from_env({}, dsn=big_dsn, statement_timeout_ms=LOCKED_TIMEOUT_MS)
     with PgSearch.connect(settings=settings) as pg, psycopg.connect(big_dsn) as blocker:
         provider = pg.provider(workspace=WS)
         provider.search(SessionQueryRequest(query="common"))  # fine before the lock
