@@ -270,9 +270,30 @@ def _subject(text: str) -> str | bytes:
     return text.encode("ascii") if text.isascii() else text
 
 
+#: For a rule without keywords (run on every text), literals of which every match
+#: holds one, in its case-insensitive part, by the rule's pattern: gitleaks'
+#: ``database-password`` matches ``db_passw(or)d``, ``database_passw(or)d`` or ``pwd``.
+#: The literals hold no letter whose case fold reaches beyond ASCII (``s`` folds with
+#: U+017F, ``k`` with U+212A), so a text whose lower case holds none of them cannot
+#: match; `tests/unit/test_policy.py` checks that over every code point and against
+#: the rule run on every text.
+REQUIRED_LITERALS: dict[str, tuple[str, ...]] = {
+    r"""[\w.-]{0,50}?(?i:[\w.-]{0,50}?(?:db_passw(?:or)?d|database_passw(?:or)?d|pwd)"""
+    r"""(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}"""
+    r"""([a-zA-Z0-9:;<@=},!$?^]{1,100})(?:[\x60'"\s;]|\\[nr]|$)""": ("pwd", "db_pa", "databa"),
+}
+
+
+def _may_match(rule: Rule, lowered: str) -> bool:
+    """False when `rule` (one without keywords) cannot match a text of this lower
+    case (`REQUIRED_LITERALS`)."""
+    required = REQUIRED_LITERALS.get(rule.pattern)
+    return required is None or any(literal in lowered for literal in required)
+
+
 def _gitleaks_spans(text: str, lowered: str, rules: RuleSet) -> Iterator[tuple[int, int]]:
     hits = rules.keyword_set.Match(lowered) or ()
-    selected: dict[str, Rule] = {r.id: r for r in rules.always}
+    selected: dict[str, Rule] = {r.id: r for r in rules.always if _may_match(r, lowered)}
     for index in hits:
         for rule in rules.by_keyword[rules.keywords[index]]:
             selected[rule.id] = rule

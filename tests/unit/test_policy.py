@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pgsearch import policy, secrets
@@ -461,3 +461,86 @@ def test_a_search_program_that_found_nothing_is_not_a_failure(
     assert policy.is_search_miss(command, exit_code, output) is miss
     kind = policy.tool_result_kind(output, marked=True, command=command, exit_code=exit_code)
     assert kind == ("tool_output" if miss else "tool_error")
+
+
+# -- the pre-check of the rule without keywords ------------------------------------------
+
+
+def test_the_required_literals_fold_only_within_ascii() -> None:
+    """Every letter of a rule's required literals matches, case-insensitively in RE2,
+    only itself and its ASCII capital: over every code point, a character RE2 takes
+    for one of them lower-cases to it, so a text whose lower case lacks the literal
+    cannot hold it in RE2's eyes either."""
+    import re2
+
+    letters = sorted({c for lits in secrets.REQUIRED_LITERALS.values() for c in "".join(lits)})
+    assert letters
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    for letter in letters:
+        found = {m.group(0) for m in re2.finditer("(?i:" + re2.escape(letter) + ")", every)}
+        assert {c.lower() for c in found} == {letter}, letter
+
+
+def test_every_required_literal_set_belongs_to_a_rule_without_keywords() -> None:
+    rules = {r.pattern: r for r in secrets.rule_set().always}
+    for pattern, literals in secrets.REQUIRED_LITERALS.items():
+        assert pattern in rules
+        assert all(literal in pattern for literal in literals)
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "DB_PASSWORD",
+        "db_passwd",
+        "Database_Password",
+        "DATABASE_PASSWD",
+        "PWD",
+        "pwd",
+        "Pwd",
+        "db_pa\u017f\u017fword",
+        "databa\u017fe_passwd",
+        "KEY",
+        "\u212a",
+        "\u0130",
+        "=",
+        ": ",
+        ":=",
+        "=>",
+        " ",
+        "\n",
+        "'",
+        '"',
+        "hunter2",
+        "S3cr3t!x9",
+        "export ",
+        "my_",
+        "password",
+        "passwd",
+        "db_",
+        "data",
+        "base_",
+        "_pw",
+        "d",
+    ]
+)
+
+
+@settings(max_examples=400)
+@given(st.lists(_FRAGMENTS, max_size=12).map("".join))
+@example("export databa\u017fe_passwd=hunter2\n")
+@example("DB_PA\u017f\u017fWORD: S3cr3t!x9 ")
+@example("PWD=hunter2 ")
+@example("my_password=hunter2 ")
+def test_the_pre_check_finds_what_running_the_rule_finds(text: str) -> None:
+    """A rule without keywords gives the same spans with its pre-check as run on
+    every text (`secrets.REQUIRED_LITERALS`)."""
+    rules = secrets.rule_set()
+    lowered = text.lower()
+    with_check = sorted(secrets._gitleaks_spans(text, lowered, rules))
+    saved = dict(secrets.REQUIRED_LITERALS)
+    secrets.REQUIRED_LITERALS.clear()
+    try:
+        every_time = sorted(secrets._gitleaks_spans(text, lowered, rules))
+    finally:
+        secrets.REQUIRED_LITERALS.update(saved)
+    assert with_check == every_time
