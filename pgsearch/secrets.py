@@ -161,6 +161,20 @@ def load_rules(text: str) -> RuleSet:
     return _rule_set_of(tomllib.loads(text))
 
 
+#: Keywords for a rule that has none (gitleaks runs such a rule on every text), by the
+#: rule's pattern: literals of which every match holds one in its case-insensitive
+#: part. gitleaks' ``database-password`` matches ``db_passw(or)d``,
+#: ``database_passw(or)d`` or ``pwd``. The literals hold no letter whose case fold
+#: reaches beyond ASCII (``s`` folds with U+017F, ``k`` with U+212A), so a text whose
+#: lower case holds none of them cannot match; `tests/unit/test_policy.py` checks that
+#: over every code point and against the rule run on every text.
+REQUIRED_LITERALS: dict[str, tuple[str, ...]] = {
+    r"""[\w.-]{0,50}?(?i:[\w.-]{0,50}?(?:db_passw(?:or)?d|database_passw(?:or)?d|pwd)"""
+    r"""(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}"""
+    r"""([a-zA-Z0-9:;<@=},!$?^]{1,100})(?:[\x60'"\s;]|\\[nr]|$)""": ("pwd", "db_pa", "databa"),
+}
+
+
 def _rule_set_of(config: dict[str, Any]) -> RuleSet:
     rules: list[Rule] = []
     for raw in config.get("rules", ()):
@@ -175,7 +189,8 @@ def _rule_set_of(config: dict[str, Any]) -> RuleSet:
             Rule(
                 id=str(raw["id"]),
                 pattern=str(raw["regex"]),
-                keywords=tuple(str(k).lower() for k in raw.get("keywords", ())),
+                keywords=tuple(str(k).lower() for k in raw.get("keywords", ()))
+                or REQUIRED_LITERALS.get(str(raw["regex"]), ()),
                 entropy=float(raw.get("entropy", 0.0)),
                 secret_group=int(raw.get("secretGroup", 0)),
                 allowlists=tuple(allowlists),
@@ -270,30 +285,9 @@ def _subject(text: str) -> str | bytes:
     return text.encode("ascii") if text.isascii() else text
 
 
-#: For a rule without keywords (run on every text), literals of which every match
-#: holds one, in its case-insensitive part, by the rule's pattern: gitleaks'
-#: ``database-password`` matches ``db_passw(or)d``, ``database_passw(or)d`` or ``pwd``.
-#: The literals hold no letter whose case fold reaches beyond ASCII (``s`` folds with
-#: U+017F, ``k`` with U+212A), so a text whose lower case holds none of them cannot
-#: match; `tests/unit/test_policy.py` checks that over every code point and against
-#: the rule run on every text.
-REQUIRED_LITERALS: dict[str, tuple[str, ...]] = {
-    r"""[\w.-]{0,50}?(?i:[\w.-]{0,50}?(?:db_passw(?:or)?d|database_passw(?:or)?d|pwd)"""
-    r"""(?:[ \t\w.-]{0,20})[\s'"]{0,3})(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}"""
-    r"""([a-zA-Z0-9:;<@=},!$?^]{1,100})(?:[\x60'"\s;]|\\[nr]|$)""": ("pwd", "db_pa", "databa"),
-}
-
-
-def _may_match(rule: Rule, lowered: str) -> bool:
-    """False when `rule` (one without keywords) cannot match a text of this lower
-    case (`REQUIRED_LITERALS`)."""
-    required = REQUIRED_LITERALS.get(rule.pattern)
-    return required is None or any(literal in lowered for literal in required)
-
-
 def _gitleaks_spans(text: str, lowered: str, rules: RuleSet) -> Iterator[tuple[int, int]]:
     hits = rules.keyword_set.Match(lowered) or ()
-    selected: dict[str, Rule] = {r.id: r for r in rules.always if _may_match(r, lowered)}
+    selected: dict[str, Rule] = {r.id: r for r in rules.always}
     for index in hits:
         for rule in rules.by_keyword[rules.keywords[index]]:
             selected[rule.id] = rule
