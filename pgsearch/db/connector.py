@@ -19,7 +19,7 @@ from pgsearch.db.dsn import redact_dsn, redact_message, redact_text
 from pgsearch.errors import InvalidQuery, PgSearchError, SchemaOutOfDate, StoreError
 
 #: The Alembic revision this code needs (a test checks it is the migrations' head).
-HEAD_REVISION = "0013"
+HEAD_REVISION = "0014"
 MIGRATE_HINT = "run `pgsearch migrate` (or `alembic upgrade head`)"
 #: pgsearch's own Alembic version table: another Alembic application in the same
 #: database (or schema) keeps its ``alembic_version`` to itself.

@@ -286,7 +286,7 @@ DELETE FROM leaf_titles WHERE workspace_id = %(ws)s AND source = %(source)s
 MESSAGE_ESTIMATE = "SELECT reltuples FROM pg_class WHERE oid = to_regclass('messages')"
 
 AFTER_BULK_LOAD: tuple[LiteralString, ...] = (
-    "SELECT gin_clean_pending_list(to_regclass('messages_tsv_idx'))",
+    "SELECT gin_clean_pending_list(to_regclass('messages_terms_idx'))",
     "SELECT gin_clean_pending_list(to_regclass('vocabulary_term_trgm_idx'))",
     "ANALYZE messages, vocabulary, sessions",
 )
@@ -323,7 +323,7 @@ def _merge_pending_on_shards(table: LiteralString, index: LiteralString) -> Lite
 
 
 AFTER_BULK_LOAD_CITUS: tuple[LiteralString, ...] = (
-    _merge_pending_on_shards("messages", "messages_tsv_idx"),
+    _merge_pending_on_shards("messages", "messages_terms_idx"),
     _merge_pending_on_shards("vocabulary", "vocabulary_term_trgm_idx"),
     "ANALYZE messages, vocabulary, sessions",
 )
@@ -946,6 +946,32 @@ def filter_clauses(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     return _filter_sql(filters, "m"), _filter_params(filters)
 
 
+def _holds(scope: LiteralString, query: LiteralString) -> LiteralString:
+    """`scope` (`_filter_sql` over ``m``) and ``m`` holding the tsquery `query` (SQL),
+    read through ``messages_terms_idx``: the workspace's own posting lists of the
+    query's terms (`pgsearch_workspace_terms`, migration 0014). The query may hold no
+    phrase and no weight (the keyed terms carry neither): phrases are tested on
+    ``m.tsv``.
+
+    The keyed match holds only the workspace's rows, so the workspace is tested on
+    the rows the index gives (in the ``C`` collation: the same equality, which no
+    B-tree of ``messages`` can serve) rather than ANDed with a B-tree read of every
+    row of the workspace, which a plan made for any parameters would otherwise choose
+    (it takes a tsquery to hold 0.5 % of the rows). Citus still routes the statement
+    by it to the workspace's shard. Within one session, whose rows a B-tree gives
+    (``messages_session_created_idx``), the query is tested on each row's ``tsv``."""
+    ws: LiteralString = "m.workspace_id = %(ws)s"
+    assert scope.startswith(ws), scope
+    if " AND m.session_id = " in scope:
+        return scope + " AND m.tsv @@ " + query
+    return (
+        'm.workspace_id = %(ws)s COLLATE "C"'
+        + scope[len(ws) :]
+        + " AND pgsearch_workspace_terms(m.workspace_id, m.tsv)"
+        " @@ pgsearch_workspace_query(%(ws)s, " + query + ")"
+    )
+
+
 _CANDIDATE_HEAD: LiteralString = (
     "SELECT m.session_id, m.seq, m.kind, m.role, m.created_at, m.token_count, "
 )
@@ -1107,7 +1133,7 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
     """Messages matching the plan's tsquery within the filters, with the expanded
     terms' entries, ordered as the plan's strategy says, at most the plan's cap."""
     scope = _filter_sql(filters, "m")
-    where = scope + " AND m.tsv @@ %(tsq)s::tsquery"
+    where = _holds(scope, "%(tsq)s::tsquery")
     params = _candidate_params(filters, plan)
     if plan.strategy == "any_unit_by_coverage":
         params.update(_coverage_params(plan))
@@ -1181,11 +1207,7 @@ def bounded_candidates_sql(
         )
     if rare:
         parts.append(
-            _BOUNDED_COLUMNS
-            + "FROM messages m WHERE "
-            + where
-            + " AND m.tsv @@ %(rare)s::tsquery"
-            + _HIT
+            _BOUNDED_COLUMNS + "FROM messages m WHERE " + _holds(where, "%(rare)s::tsquery") + _HIT
         )
     if tail:
         parts.append(
@@ -1224,7 +1246,7 @@ def every_match_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralStrin
     any selective unit, or every word), with the same columns as `candidates_sql`
     and no cap: what an exhaustive run of the scorer ranks (the reference the capped
     reads are checked against)."""
-    sql = _CANDIDATE_COLUMNS + _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
+    sql = _CANDIDATE_COLUMNS + _holds(_filter_sql(filters, "m"), "%(tsq)s::tsquery")
     params = _filter_params(filters)
     params.update(
         terms=list(plan.terms),
@@ -1283,8 +1305,8 @@ def direct_search_sql(
             " '{a}')::text, "
             + _PHRASE_HIT
             + ", m.tool_name, NULL, NULL FROM messages m WHERE "
-            + _filter_sql(filters, "m")
-            + " AND m.tsv @@ (SELECT p.tsq FROM p) LIMIT (SELECT p.rows FROM p))"
+            + _holds(_filter_sql(filters, "m"), "(SELECT p.tsq FROM p)")
+            + " LIMIT (SELECT p.rows FROM p))"
         )
     params = _filter_params(filters)
     params.update(expansion)
@@ -1361,8 +1383,8 @@ def session_spread_sql(
     # Of the sessions' newest matches, only the newest `cap` are read again.
     scanned: LiteralString = (
         "(SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
-        + _filter_sql(filters, "m")
-        + " AND m.tsv @@ %(tsq)s::tsquery LIMIT %(scan)s) c"
+        + _holds(_filter_sql(filters, "m"), "%(tsq)s::tsquery")
+        + " LIMIT %(scan)s) c"
     )
     each_newest: LiteralString = (
         "m.workspace_id = %(ws)s AND (m.session_id, m.seq) IN (" + _sessions_newest(scanned) + ")"
@@ -1504,8 +1526,8 @@ def session_spread_walk_sql(
     )
     scanned: LiteralString = (
         "(SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
-        + _filter_sql(filters, "m")
-        + " AND m.tsv @@ %(tsq)s::tsquery LIMIT %(scan)s) c"
+        + _holds(_filter_sql(filters, "m"), "%(tsq)s::tsquery")
+        + " LIMIT %(scan)s) c"
     )
     each_newest: LiteralString = (
         "m.workspace_id = %(ws)s AND NOT (SELECT ok.done FROM ok) AND (m.session_id, m.seq) IN ("
@@ -1603,8 +1625,8 @@ def coverage_and_spread_sql(
         + " AS phrase_hit, m.tool_name FROM "
         + _WITH_ENTRIES
         + " WHERE "
-        + _filter_sql(filters, "m")
-        + " AND m.tsv @@ %(tsq)s::tsquery), n AS MATERIALIZED (SELECT count(*) AS n FROM a), "
+        + _holds(_filter_sql(filters, "m"), "%(tsq)s::tsquery")
+        + "), n AS MATERIALIZED (SELECT count(*) AS n FROM a), "
         "s AS ("
         + _sessions_newest("a c", "c.*", "e.*")
         + "), k AS MATERIALIZED (SELECT "
@@ -1636,7 +1658,7 @@ def newest_and_spread_sql(
     match of each session that has one, the newest `cap` of those, less those among
     the candidates (a search adds the spread's others to them), each newest first
     (`NEWEST_FIRST`)."""
-    where = _filter_sql(filters, "m") + " AND m.tsv @@ %(tsq)s::tsquery"
+    where = _holds(_filter_sql(filters, "m"), "%(tsq)s::tsquery")
     keys: LiteralString = "c.t, c.session_id, c.seq, c.created_at"
     sql: LiteralString = (
         "WITH a AS MATERIALIZED (SELECT "

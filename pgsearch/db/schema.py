@@ -149,10 +149,10 @@ messages = Table(
         name="messages_session_fkey",
         ondelete="CASCADE",
     ),
+    # Each workspace's own posting lists (migration 0014).
     Index(
-        "messages_tsv_idx",
-        "workspace_id",
-        "tsv",
+        "messages_terms_idx",
+        text("pgsearch_workspace_terms(workspace_id, tsv)"),
         postgresql_using="gin",
         postgresql_with={"fastupdate": "on", "gin_pending_list_limit": "1024"},
     ),
