@@ -74,9 +74,11 @@ SWEEP_POOLS = (2, 4, 8, 16, 32)
 LOADED_KEY = "bench_load_corpus"
 
 _SELECT_1: Statement[int] = Statement("select 1", "SELECT 1", decode=lambda r: int(r[0]))
+#: Through the workspace's own posting lists, as pgsearch reads them (migration 0014).
 _FTS: str = (
     "SELECT session_id, seq FROM messages, plainto_tsquery('simple', %(q)s) AS query "
-    "WHERE workspace_id = %(ws)s AND tsv @@ query "
+    'WHERE workspace_id = %(ws)s COLLATE "C" AND pgsearch_workspace_terms(workspace_id, tsv)'
+    " @@ pgsearch_workspace_query(%(ws)s, query) "
     "ORDER BY ts_rank_cd(tsv, query) DESC LIMIT 10"
 )
 

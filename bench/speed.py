@@ -371,7 +371,8 @@ def run_ours(
 
 def _candidate_statement(statement: Statement[Any]) -> bool:
     text = statement.text
-    return "m.tsv @@" in text and "token_count" in text and not text.startswith("EXPLAIN")
+    matches = "pgsearch_workspace_query(" in text or "m.tsv @@" in text
+    return matches and "token_count" in text and not text.startswith("EXPLAIN")
 
 
 def count_candidates(pg: PgSearch, queries: list[dict[str, Any]]) -> dict[str, Any]:

@@ -184,7 +184,7 @@ def test_candidates_are_capped_and_the_cap_is_reported(
         )
     assert result.candidates_capped
     assert result.searched >= 1200
-    candidate_rows = [n for sql, n in statements.rows if "m.tsv @@" in sql]
+    candidate_rows = [n for sql, n in statements.rows if "pgsearch_workspace_query(" in sql]
     assert candidate_rows and max(candidate_rows) <= 50, statements.rows
 
 
