@@ -27,6 +27,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from pgsearch.db import citus
+
 revision: str = "0014"
 down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
@@ -72,6 +74,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    if citus.installed(op.get_bind()):
+        # Dropping the functions follows DDL on distributed tables: one connection
+        # per node for all of it, as Citus requires for function commands.
+        op.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
     op.create_index(
         "messages_tsv_idx",
         "messages",

@@ -142,7 +142,11 @@ _FOREIGN_KEYS = (
 
 
 #: pgsearch's own functions, which searches call on the node holding the workspace.
-FUNCTIONS = ("pgsearch_edit_distance(text, text, integer, boolean)",)
+FUNCTIONS = (
+    "pgsearch_edit_distance(text, text, integer, boolean)",
+    "pgsearch_workspace_terms(text, tsvector)",
+    "pgsearch_workspace_query(text, tsquery)",
+)
 
 
 def convert(conn: Any) -> list[str]:
