@@ -1658,14 +1658,19 @@ def newest_and_spread_sql(
     match of each session that has one, the newest `cap` of those, less those among
     the candidates (a search adds the spread's others to them), each newest first
     (`NEWEST_FIRST`)."""
-    where = _holds(_filter_sql(filters, "m"), "%(tsq)s::tsquery")
+    scope = _filter_sql(filters, "m")
+    where = _holds(scope, "%(tsq)s::tsquery")
     keys: LiteralString = "c.t, c.session_id, c.seq, c.created_at"
+    params = _candidate_params(filters, plan)
+    if filters.only_kinds and min(map(group_df, plan.groups)) >= HORIZON_MATCHES * plan.cap:
+        matches = _horizon_matches(scope, where, sessions=True)
+        params["horizon"] = HORIZON_SESSIONS * plan.cap
+    else:
+        matches = "a AS MATERIALIZED (SELECT " + _KEYS + " FROM messages m WHERE " + where + ")"
     sql: LiteralString = (
-        "WITH a AS MATERIALIZED (SELECT "
-        + _KEYS
-        + " FROM messages m WHERE "
-        + where
-        + "), s AS ("
+        "WITH "
+        + matches
+        + ", s AS ("
         + _sessions_newest("a c", keys, keys.replace("c.", "e."))
         + "), k AS MATERIALIZED (SELECT m.* FROM a m ORDER BY "
         + NEWEST_FIRST
@@ -1679,7 +1684,57 @@ def newest_and_spread_sql(
         + _read_again("(SELECT m.* FROM s m WHERE " + _NOT_CANDIDATE + ")")
         + ") AS m) s"
     )
-    return sql, _candidate_params(filters, plan)
+    return sql, params
+
+
+#: How many of the workspace's newest sessions a horizon spans, per row of the cap
+#: (`_horizon_matches`).
+HORIZON_SESSIONS = 2
+#: A horizon is read when the words are expected in this many matches per row of the
+#: cap or more: its B-tree read costs about a tenth of a heap read per entry it spans,
+#: so it pays only where most matches lie outside it.
+HORIZON_MATCHES = 16
+
+
+def _horizon_matches(
+    scope: LiteralString, where: LiteralString, *, sessions: bool
+) -> LiteralString:
+    """CTEs ending in ``a``: the `_KEYS` of every match of `where` (`_holds` of `scope`)
+    that a read of them all would keep, read from a horizon when that is enough.
+
+    The horizon ``h`` is when the workspace's ``horizon``-th newest session was last
+    active (``sessions_updated_idx``; none: every time). The matches stored at or
+    after it (``b``: `scope`, whose workspace test a B-tree serves, with the time
+    bound through ``messages_created_idx``, ANDed with the keyed match) hold the
+    newest `cap` matches when they are at least `cap`, and, with `sessions`, each of
+    the newest `cap` matching sessions' newest match when they come from at least
+    `cap` sessions: every other match is older than all of them. Then ``a`` is
+    ``b``; else (``ok`` false) every match is read, as without a horizon. The bound
+    only chooses what is read; which rows come out never depends on it. A frequent
+    word's matches are read for the newest sessions instead of the whole workspace:
+    the heap page of every match is most of such a read."""
+    enough: LiteralString = "count(*) >= %(cap)s"
+    if sessions:
+        enough += " AND count(DISTINCT b.session_id) >= %(cap)s"
+    return (
+        "h AS MATERIALIZED (SELECT coalesce((SELECT x.updated_at FROM sessions x"
+        " WHERE x.workspace_id = %(ws)s AND x.updated_at IS NOT NULL"
+        " ORDER BY x.updated_at DESC OFFSET %(horizon)s LIMIT 1), '-infinity') AS t), "
+        "b AS MATERIALIZED (SELECT "
+        + _KEYS
+        + " FROM messages m WHERE "
+        + scope
+        + " AND m.created_at >= (SELECT h.t FROM h) AND "
+        + where
+        + "), ok AS MATERIALIZED (SELECT (SELECT h.t FROM h) = '-infinity' OR "
+        + enough
+        + " AS ok FROM b), a AS MATERIALIZED (SELECT b.* FROM b WHERE (SELECT ok.ok FROM ok)"
+        " UNION ALL SELECT "
+        + _KEYS
+        + " FROM messages m WHERE NOT (SELECT ok.ok FROM ok) AND "
+        + where
+        + ")"
+    )
 
 
 def count_sql(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:

@@ -242,6 +242,7 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert any(spread in text for text in captured), "per-session spread"
     assert any("walk_sessions" in text for text in captured), "walked per-session spread"
     assert any("SELECT 'c' AS tag" in text for text in captured), "spread with candidates"
+    assert any("%(horizon)s" in text for text in captured), "newest matches from a horizon"
     assert any("'x', NULL" in text for text in captured), "spread with best-covering"
     assert any("ORDER BY m.created_at DESC" in text for text in captured)
     assert any("LIMIT %(walk)s" in text for text in captured), "newest-first walk not read"
@@ -775,6 +776,40 @@ def test_the_session_spread_is_each_sessions_newest_match(
             others = [tuple(r) for r in spread_alone if (r[0], r[1]) not in keys]
             assert [tuple(r[1:]) for r in both if r[0] == "s"] == others
             assert len(others) < len(spread_alone) or cap == 1, "no spread row was a candidate"
+
+
+@pytest.mark.parametrize("query", ["the", "the and of", "error"])
+def test_newest_matches_from_a_horizon_are_those_of_every_match(big_dsn: str, query: str) -> None:
+    """`queries.newest_and_spread_sql` reads the matches since its horizon (when the
+    workspace's ``horizon``-th newest session was last active) when they hold the
+    cap's matches and sessions, else every match (`queries._horizon_matches`): for
+    any horizon, from the newest session alone to past the oldest, and any cap, the
+    rows are those of the read of every match, and both reads are taken."""
+    from pgsearch.db import queries as q
+    from pgsearch.plan import group_df
+
+    plan = _newest_plan(big_dsn, query)
+    scope = _newest_scope({})
+    where = q._filter_sql(scope, "m")
+    matches = min(map(group_df, plan.groups))
+    caps = [cap for cap in (1, 7, 40, plan.cap) if matches >= q.HORIZON_MATCHES * cap]
+    assert caps[:2] == [1, 7], "the words are frequent enough for a horizon"
+    enough = "WITH " + q._horizon_matches(where, q._holds(where, "%(tsq)s::tsquery"), sessions=True)
+    taken: set[bool] = set()
+    with psycopg.connect(big_dsn) as conn:
+        for cap in caps:
+            sql_text, p = q.newest_and_spread_sql(scope, replace(plan, cap=cap, walk=0))
+            assert "horizon" in p
+            every = conn.execute(sql_text, dict(p, horizon=10**9)).fetchall()  # type: ignore[call-overload]
+            assert every, "some match"
+            for horizon in (0, 1, 2, 5, 13, 40, 200):
+                got = conn.execute(sql_text, dict(p, horizon=horizon)).fetchall()  # type: ignore[call-overload]
+                assert got == every, (cap, horizon)
+                (ok,) = conn.execute(  # type: ignore[call-overload]
+                    enough + " SELECT ok.ok FROM ok", dict(p, horizon=horizon)
+                ).fetchone()
+                taken.add(bool(ok))
+    assert taken == {True, False}, "both reads taken"
 
 
 @pytest.mark.parametrize("query", ["the", "the and of", "error"])
