@@ -110,6 +110,11 @@ class Filters:
     tool_name: str | None = None
     since: Any = None
     until: Any = None
+    #: Matches are read through the workspace's own posting lists
+    #: (``messages_terms_idx``). False for a role that row level security restricts:
+    #: the text match operator is not leakproof, so no index can serve it before the
+    #: policy's test, and each row's ``tsv`` is tested instead.
+    keyed: bool = True
 
     @property
     def only_kinds(self) -> bool:

@@ -127,6 +127,8 @@ class SearchEngine:
         #: Capped plans read through the workspace's term lists (`pgsearch.impact`).
         self.uses_lists = settings.impact_lists and not exhaustive
         self._cursor_key: bytes | None = None
+        #: Whether row level security restricts the role's reads (`Filters.keyed`).
+        self._row_security = False
 
     def unit(
         self, scope: Scope, request: SessionQueryRequest, *, explain: bool = False
@@ -160,8 +162,10 @@ class SearchEngine:
         deadline = Deadline.start(self.settings.statement_timeout_ms)
         key = self._cursor_key
         if key is None:
-            rows = yield from fetch(reads.cursor_key())
-            key = self._cursor_key = rows[0] if rows else b"pgsearch"
+            ((stored, self._row_security),) = yield from fetch(reads.cursor_key())
+            key = self._cursor_key = stored or b"pgsearch"
+        if self._row_security:
+            filters = replace(filters, keyed=False)
         codec = CursorCodec(key)
         fingerprint = request_fingerprint(scope, request, filters.kinds)
         paging = Paging(

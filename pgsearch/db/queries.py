@@ -608,7 +608,12 @@ WHERE c.relname = ANY(%(tables)s::text[]) AND c.relkind = 'r'
 ORDER BY c.relname
 """
 
-CURSOR_KEY = "SELECT value FROM pgsearch_meta WHERE key = 'cursor_key'"
+# The key signing cursors (none stored: NULL), and whether row level security restricts
+# this role's reads of messages (no index then serves a text match: `_holds`).
+CURSOR_KEY = (
+    "SELECT (SELECT value FROM pgsearch_meta WHERE key = 'cursor_key'),"
+    " row_security_active('messages')"
+)
 
 # What is left of a request's deadline, as the timeout of the statements after it.
 STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
@@ -946,7 +951,7 @@ def filter_clauses(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     return _filter_sql(filters, "m"), _filter_params(filters)
 
 
-def _holds(scope: LiteralString, query: LiteralString) -> LiteralString:
+def _holds(filters: Filters, scope: LiteralString, query: LiteralString) -> LiteralString:
     """`scope` (`_filter_sql` over ``m``) and ``m`` holding the tsquery `query` (SQL),
     read through ``messages_terms_idx``: the workspace's own posting lists of the
     query's terms (`pgsearch_workspace_terms`, migration 0014). The query may hold no
@@ -959,10 +964,12 @@ def _holds(scope: LiteralString, query: LiteralString) -> LiteralString:
     row of the workspace, which a plan made for any parameters would otherwise choose
     (it takes a tsquery to hold 0.5 % of the rows). Citus still routes the statement
     by it to the workspace's shard. Within one session, whose rows a B-tree gives
-    (``messages_session_created_idx``), the query is tested on each row's ``tsv``."""
+    (``messages_session_created_idx``), the query is tested on each row's ``tsv``;
+    so it is for a role that row level security restricts (`Filters.keyed`), whose
+    text match no index can serve."""
     ws: LiteralString = "m.workspace_id = %(ws)s"
     assert scope.startswith(ws), scope
-    if " AND m.session_id = " in scope:
+    if " AND m.session_id = " in scope or not filters.keyed:
         return scope + " AND m.tsv @@ " + query
     return (
         'm.workspace_id = %(ws)s COLLATE "C"'
@@ -1133,7 +1140,7 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
     """Messages matching the plan's tsquery within the filters, with the expanded
     terms' entries, ordered as the plan's strategy says, at most the plan's cap."""
     scope = _filter_sql(filters, "m")
-    where = _holds(scope, "%(tsq)s::tsquery")
+    where = _holds(filters, scope, "%(tsq)s::tsquery")
     params = _candidate_params(filters, plan)
     if plan.strategy == "any_unit_by_coverage":
         params.update(_coverage_params(plan))
@@ -1207,7 +1214,10 @@ def bounded_candidates_sql(
         )
     if rare:
         parts.append(
-            _BOUNDED_COLUMNS + "FROM messages m WHERE " + _holds(where, "%(rare)s::tsquery") + _HIT
+            _BOUNDED_COLUMNS
+            + "FROM messages m WHERE "
+            + _holds(filters, where, "%(rare)s::tsquery")
+            + _HIT
         )
     if tail:
         parts.append(
@@ -1246,7 +1256,7 @@ def every_match_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralStrin
     any selective unit, or every word), with the same columns as `candidates_sql`
     and no cap: what an exhaustive run of the scorer ranks (the reference the capped
     reads are checked against)."""
-    sql = _CANDIDATE_COLUMNS + _holds(_filter_sql(filters, "m"), "%(tsq)s::tsquery")
+    sql = _CANDIDATE_COLUMNS + _holds(filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery")
     params = _filter_params(filters)
     params.update(
         terms=list(plan.terms),
@@ -1305,7 +1315,7 @@ def direct_search_sql(
             " '{a}')::text, "
             + _PHRASE_HIT
             + ", m.tool_name, NULL, NULL FROM messages m WHERE "
-            + _holds(_filter_sql(filters, "m"), "(SELECT p.tsq FROM p)")
+            + _holds(filters, _filter_sql(filters, "m"), "(SELECT p.tsq FROM p)")
             + " LIMIT (SELECT p.rows FROM p))"
         )
     params = _filter_params(filters)
@@ -1383,7 +1393,7 @@ def session_spread_sql(
     # Of the sessions' newest matches, only the newest `cap` are read again.
     scanned: LiteralString = (
         "(SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
-        + _holds(_filter_sql(filters, "m"), "%(tsq)s::tsquery")
+        + _holds(filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery")
         + " LIMIT %(scan)s) c"
     )
     each_newest: LiteralString = (
@@ -1526,7 +1536,7 @@ def session_spread_walk_sql(
     )
     scanned: LiteralString = (
         "(SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
-        + _holds(_filter_sql(filters, "m"), "%(tsq)s::tsquery")
+        + _holds(filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery")
         + " LIMIT %(scan)s) c"
     )
     each_newest: LiteralString = (
@@ -1625,7 +1635,7 @@ def coverage_and_spread_sql(
         + " AS phrase_hit, m.tool_name FROM "
         + _WITH_ENTRIES
         + " WHERE "
-        + _holds(_filter_sql(filters, "m"), "%(tsq)s::tsquery")
+        + _holds(filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery")
         + "), n AS MATERIALIZED (SELECT count(*) AS n FROM a), "
         "s AS ("
         + _sessions_newest("a c", "c.*", "e.*")
@@ -1659,10 +1669,11 @@ def newest_and_spread_sql(
     the candidates (a search adds the spread's others to them), each newest first
     (`NEWEST_FIRST`)."""
     scope = _filter_sql(filters, "m")
-    where = _holds(scope, "%(tsq)s::tsquery")
+    where = _holds(filters, scope, "%(tsq)s::tsquery")
     keys: LiteralString = "c.t, c.session_id, c.seq, c.created_at"
     params = _candidate_params(filters, plan)
-    if filters.only_kinds and min(map(group_df, plan.groups)) >= HORIZON_MATCHES * plan.cap:
+    frequent = min(map(group_df, plan.groups)) >= HORIZON_MATCHES * plan.cap
+    if filters.only_kinds and filters.keyed and frequent:
         matches = _horizon_matches(scope, where, sessions=True)
         params["horizon"] = HORIZON_SESSIONS * plan.cap
     else:

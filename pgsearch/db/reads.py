@@ -111,9 +111,14 @@ def in_scope(filters: Filters) -> Statement[int]:
     return Statement(stats.name, stats.sql, stats.params, lambda r: _search_stats(r).in_scope)
 
 
-def cursor_key() -> Statement[bytes]:
-    """The database's key for signing cursors (none stored: a fixed one)."""
-    return Statement("cursor key", q.CURSOR_KEY, decode=lambda r: str(r[0]).encode())
+def _cursor_key(row: Sequence[Any]) -> tuple[bytes | None, bool]:
+    return (None if row[0] is None else str(row[0]).encode()), bool(row[1])
+
+
+def cursor_key() -> Statement[tuple[bytes | None, bool]]:
+    """The database's key for signing cursors (None: none stored), and whether row
+    level security restricts this role's reads (`pgsearch.plan.Filters.keyed`)."""
+    return Statement("cursor key", q.CURSOR_KEY, decode=_cursor_key)
 
 
 def _candidate(row: Sequence[Any]) -> CandidateRow:

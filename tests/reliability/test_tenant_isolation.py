@@ -206,6 +206,34 @@ def test_rls_is_on_for_the_application_role(tenants: Tenants) -> None:
             assert active == (True,), table
 
 
+def test_a_restricted_role_tests_each_rows_terms_and_finds_what_the_owner_finds(
+    tenants: Tenants,
+) -> None:
+    """Row level security keeps a text match from any index (the operator is not
+    leakproof, so the policy's test comes first): the application role's searches test
+    each row's ``tsv`` instead of computing its keyed terms (`Filters.keyed`), and find
+    what the owner, whose searches read the keyed index, finds."""
+    requests = [
+        SessionQueryRequest(query=query, per_session=per_session)
+        for query in ("apple", "cron refactor", "aple", "the apple")
+        for per_session in (True, False)
+    ]
+
+    def run(pg: PgSearch) -> tuple[list[tuple[str, int, float]], list[str]]:
+        with pg._driver.capture() as units:
+            results = [pg.provider(workspace=A).search(r) for r in requests]
+        texts = [s.text for u in units for s in u.statements]
+        return [(m.session_id, m.seq, round(m.score, 9)) for r in results for m in r.matches], texts
+
+    app, app_texts = run(tenants.pg)
+    with PgSearch.connect(tenants.owner_dsn) as owner:
+        mine, owner_texts = run(owner)
+    assert app and app == mine
+    assert not any("pgsearch_workspace_terms" in t for t in app_texts)
+    assert any("m.tsv @@" in t for t in app_texts)
+    assert any("pgsearch_workspace_terms" in t for t in owner_texts)
+
+
 def test_requests_naming_the_other_workspace_find_nothing_of_it(tenants: Tenants) -> None:
     provider = tenants.pg.provider(workspace=A)
     cases: Counter[str] = Counter()
