@@ -7,6 +7,7 @@ Each search-time shape has an EXPLAIN test (tests/integration/test_explain.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, LiteralString
 
@@ -951,11 +952,15 @@ def filter_clauses(filters: Filters) -> tuple[LiteralString, dict[str, Any]]:
     return _filter_sql(filters, "m"), _filter_params(filters)
 
 
-def _holds(filters: Filters, scope: LiteralString, query: LiteralString) -> LiteralString:
+def _holds(
+    filters: Filters, scope: LiteralString, query: LiteralString, keyed: LiteralString
+) -> LiteralString:
     """`scope` (`_filter_sql` over ``m``) and ``m`` holding the tsquery `query` (SQL),
     read through ``messages_terms_idx``: the workspace's own posting lists of the
-    query's terms (`pgsearch_workspace_terms`, migration 0014). The query may hold no
-    phrase and no weight (the keyed terms carry neither): phrases are tested on
+    query's terms (`pgsearch_workspace_terms`, migration 0014), matched by `keyed`,
+    the same query with its terms keyed by the workspace (`keyed_tsquery`, or
+    ``pgsearch_workspace_query`` for a query the statement builds). The query may hold
+    no phrase and no weight (the keyed terms carry neither): phrases are tested on
     ``m.tsv``.
 
     The keyed match holds only the workspace's rows, so the workspace is tested on
@@ -974,9 +979,23 @@ def _holds(filters: Filters, scope: LiteralString, query: LiteralString) -> Lite
     return (
         'm.workspace_id = %(ws)s COLLATE "C"'
         + scope[len(ws) :]
-        + " AND pgsearch_workspace_terms(m.workspace_id, m.tsv)"
-        " @@ pgsearch_workspace_query(%(ws)s, " + query + ")"
+        + " AND pgsearch_workspace_terms(m.workspace_id, m.tsv) @@ "
+        + keyed
     )
+
+
+#: A workspace id and a term as one key of ``messages_terms_idx``.
+KEY_SEPARATOR = "\x1f"
+_QUOTED_TERM = re.compile(r"'((?:[^']|'')*)'")
+
+
+def keyed_tsquery(workspace: str, tsquery: str | None) -> str | None:
+    """`tsquery` (text as `_quote` writes it) with every term keyed by `workspace`, as
+    ``pgsearch_workspace_query`` writes it in the server."""
+    if tsquery is None:
+        return None
+    prefix = _quote(workspace + KEY_SEPARATOR)[1:-1]
+    return _QUOTED_TERM.sub(lambda m: "'" + prefix + m.group(1) + "'", tsquery)
 
 
 _CANDIDATE_HEAD: LiteralString = (
@@ -1140,7 +1159,7 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
     """Messages matching the plan's tsquery within the filters, with the expanded
     terms' entries, ordered as the plan's strategy says, at most the plan's cap."""
     scope = _filter_sql(filters, "m")
-    where = _holds(filters, scope, "%(tsq)s::tsquery")
+    where = _holds(filters, scope, "%(tsq)s::tsquery", "%(ktsq)s::tsquery")
     params = _candidate_params(filters, plan)
     if plan.strategy == "any_unit_by_coverage":
         params.update(_coverage_params(plan))
@@ -1216,7 +1235,7 @@ def bounded_candidates_sql(
         parts.append(
             _BOUNDED_COLUMNS
             + "FROM messages m WHERE "
-            + _holds(filters, where, "%(rare)s::tsquery")
+            + _holds(filters, where, "%(rare)s::tsquery", "%(krare)s::tsquery")
             + _HIT
         )
     if tail:
@@ -1248,6 +1267,8 @@ def bounded_candidates_sql(
         watermark=watermark,
         sessions=list(sessions),
     )
+    params["ktsq"] = keyed_tsquery(filters.workspace, params["tsq"])
+    params["krare"] = keyed_tsquery(filters.workspace, params["rare"])
     return " UNION ALL ".join(parts), params
 
 
@@ -1256,13 +1277,16 @@ def every_match_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralStrin
     any selective unit, or every word), with the same columns as `candidates_sql`
     and no cap: what an exhaustive run of the scorer ranks (the reference the capped
     reads are checked against)."""
-    sql = _CANDIDATE_COLUMNS + _holds(filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery")
+    sql = _CANDIDATE_COLUMNS + _holds(
+        filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery", "%(ktsq)s::tsquery"
+    )
     params = _filter_params(filters)
     params.update(
         terms=list(plan.terms),
         phrase=tsquery_phrases(plan.phrases),
         tsq=" | ".join(f"({tsquery_and(unit)})" for unit in plan.hit_units),
     )
+    params["ktsq"] = keyed_tsquery(filters.workspace, params["tsq"])
     return sql, params
 
 
@@ -1315,7 +1339,12 @@ def direct_search_sql(
             " '{a}')::text, "
             + _PHRASE_HIT
             + ", m.tool_name, NULL, NULL FROM messages m WHERE "
-            + _holds(filters, _filter_sql(filters, "m"), "(SELECT p.tsq FROM p)")
+            + _holds(
+                filters,
+                _filter_sql(filters, "m"),
+                "(SELECT p.tsq FROM p)",
+                "pgsearch_workspace_query(%(ws)s, (SELECT p.tsq FROM p))",
+            )
             + " LIMIT (SELECT p.rows FROM p))"
         )
     params = _filter_params(filters)
@@ -1363,6 +1392,7 @@ def _candidate_params(filters: Filters, plan: CandidatePlan) -> dict[str, Any]:
         tsq=candidate_tsquery(plan),
         cap=plan.cap,
     )
+    params["ktsq"] = keyed_tsquery(filters.workspace, params["tsq"])
     return params
 
 
@@ -1393,7 +1423,7 @@ def session_spread_sql(
     # Of the sessions' newest matches, only the newest `cap` are read again.
     scanned: LiteralString = (
         "(SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
-        + _holds(filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery")
+        + _holds(filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery", "%(ktsq)s::tsquery")
         + " LIMIT %(scan)s) c"
     )
     each_newest: LiteralString = (
@@ -1536,7 +1566,7 @@ def session_spread_walk_sql(
     )
     scanned: LiteralString = (
         "(SELECT m.session_id, m.seq, m.created_at FROM messages m WHERE "
-        + _holds(filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery")
+        + _holds(filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery", "%(ktsq)s::tsquery")
         + " LIMIT %(scan)s) c"
     )
     each_newest: LiteralString = (
@@ -1635,7 +1665,7 @@ def coverage_and_spread_sql(
         + " AS phrase_hit, m.tool_name FROM "
         + _WITH_ENTRIES
         + " WHERE "
-        + _holds(filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery")
+        + _holds(filters, _filter_sql(filters, "m"), "%(tsq)s::tsquery", "%(ktsq)s::tsquery")
         + "), n AS MATERIALIZED (SELECT count(*) AS n FROM a), "
         "s AS ("
         + _sessions_newest("a c", "c.*", "e.*")
@@ -1669,7 +1699,7 @@ def newest_and_spread_sql(
     the candidates (a search adds the spread's others to them), each newest first
     (`NEWEST_FIRST`)."""
     scope = _filter_sql(filters, "m")
-    where = _holds(filters, scope, "%(tsq)s::tsquery")
+    where = _holds(filters, scope, "%(tsq)s::tsquery", "%(ktsq)s::tsquery")
     keys: LiteralString = "c.t, c.session_id, c.seq, c.created_at"
     params = _candidate_params(filters, plan)
     frequent = min(map(group_df, plan.groups)) >= HORIZON_MATCHES * plan.cap

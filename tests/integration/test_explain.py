@@ -744,6 +744,7 @@ def test_the_session_spread_is_each_sessions_newest_match(
         where = q._filter_sql(scope, "m")
         params = q._filter_params(scope)
         params["tsq"] = q.candidate_tsquery(plan)
+        params["ktsq"] = q.keyed_tsquery(scope.workspace, params["tsq"])
         by_time = newest_match_per_session(conn, scope, params["tsq"])
         assert len(by_time) > 20, "many sessions match"
         for cap in (1, 7, plan.cap):
@@ -754,7 +755,9 @@ def test_the_session_spread_is_each_sessions_newest_match(
                 got = [(r[0], r[1], r[4]) for r in rows]
                 ref_params = dict(params, scan=scan, cap=cap)
                 reference = conn.execute(  # type: ignore[call-overload]
-                    _SPREAD_REFERENCE.format(scope=q._holds(scope, where, "%(tsq)s::tsquery")),
+                    _SPREAD_REFERENCE.format(
+                        scope=q._holds(scope, where, "%(tsq)s::tsquery", "%(ktsq)s::tsquery")
+                    ),
                     ref_params,
                 ).fetchall()
                 assert got == [tuple(r) for r in reference], (cap, scan)
@@ -795,7 +798,7 @@ def test_newest_matches_from_a_horizon_are_those_of_every_match(big_dsn: str, qu
     caps = [cap for cap in (1, 7, 40, plan.cap) if matches >= q.HORIZON_MATCHES * cap]
     assert caps[:2] == [1, 7], "the words are frequent enough for a horizon"
     enough = "WITH " + q._horizon_matches(
-        where, q._holds(scope, where, "%(tsq)s::tsquery"), sessions=True
+        where, q._holds(scope, where, "%(tsq)s::tsquery", "%(ktsq)s::tsquery"), sessions=True
     )
     taken: set[bool] = set()
     with psycopg.connect(big_dsn) as conn:
