@@ -1704,7 +1704,7 @@ def newest_and_spread_sql(
     params = _candidate_params(filters, plan)
     frequent = min(map(group_df, plan.groups)) >= HORIZON_MATCHES * plan.cap
     if filters.only_kinds and filters.keyed and frequent:
-        matches = _horizon_matches(scope, where, sessions=True)
+        matches = _horizon_matches(scope, where)
         params["horizon"] = HORIZON_SESSIONS * plan.cap
     else:
         matches = "a AS MATERIALIZED (SELECT " + _KEYS + " FROM messages m WHERE " + where + ")"
@@ -1737,9 +1737,7 @@ HORIZON_SESSIONS = 2
 HORIZON_MATCHES = 16
 
 
-def _horizon_matches(
-    scope: LiteralString, where: LiteralString, *, sessions: bool
-) -> LiteralString:
+def _horizon_matches(scope: LiteralString, where: LiteralString) -> LiteralString:
     """CTEs ending in ``a``: the `_KEYS` of every match of `where` (`_holds` of `scope`)
     that a read of them all would keep, read from a horizon when that is enough.
 
@@ -1747,16 +1745,14 @@ def _horizon_matches(
     active (``sessions_updated_idx``; none: every time). The matches stored at or
     after it (``b``: `scope`, whose workspace test a B-tree serves, with the time
     bound through ``messages_created_idx``, ANDed with the keyed match) hold the
-    newest `cap` matches when they are at least `cap`, and, with `sessions`, each of
-    the newest `cap` matching sessions' newest match when they come from at least
-    `cap` sessions: every other match is older than all of them. Then ``a`` is
-    ``b``; else (``ok`` false) every match is read, as without a horizon. The bound
-    only chooses what is read; which rows come out never depends on it. A frequent
-    word's matches are read for the newest sessions instead of the whole workspace:
-    the heap page of every match is most of such a read."""
-    enough: LiteralString = "count(*) >= %(cap)s"
-    if sessions:
-        enough += " AND count(DISTINCT b.session_id) >= %(cap)s"
+    newest `cap` matches when they are at least `cap`, and each of the newest `cap`
+    matching sessions' newest match when they come from at least `cap` sessions:
+    every other match is older than all of them. Then ``a`` is ``b``; else (``ok``
+    false) every match is read, as without a horizon. The bound only chooses what is
+    read; which rows come out never depends on it. A frequent word's matches are read
+    for the newest sessions instead of the whole workspace: the heap page of every
+    match is most of such a read."""
+    enough: LiteralString = "count(*) >= %(cap)s AND count(DISTINCT b.session_id) >= %(cap)s"
     return (
         "h AS MATERIALIZED (SELECT coalesce((SELECT x.updated_at FROM sessions x"
         " WHERE x.workspace_id = %(ws)s AND x.updated_at IS NOT NULL"

@@ -48,7 +48,7 @@ from pgsearch.policy import ALL_KINDS, DEFAULT_SEARCH_KINDS, ROLES
 from pgsearch.tools import session_tools
 from pgsearch.types import SessionQueryResult
 from tests.helpers import assert_statistics_exact
-from tests.reliability.conftest import cli, role_dsn
+from tests.reliability.conftest import cli, messages_seq_scans, role_dsn
 
 A, B = "acme", "globex"
 T0 = datetime(2026, 4, 1, tzinfo=UTC)
@@ -206,15 +206,6 @@ def test_rls_is_on_for_the_application_role(tenants: Tenants) -> None:
             assert active == (True,), table
 
 
-def _messages_seq_scans(dsn: str) -> int:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("SELECT pg_stat_force_next_flush()")
-        row = conn.execute(
-            "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'messages'"
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
 def test_a_restricted_role_tests_each_rows_terms_and_finds_what_the_owner_finds(
     tenants: Tenants,
 ) -> None:
@@ -234,13 +225,13 @@ def test_a_restricted_role_tests_each_rows_terms_and_finds_what_the_owner_finds(
         texts = [s.text for u in units for s in u.statements]
         return [(m.session_id, m.seq, round(m.score, 9)) for r in results for m in r.matches], texts
 
-    before = _messages_seq_scans(tenants.owner_dsn)
+    before = messages_seq_scans(tenants.owner_dsn)
     # Its own connections, closed before the count: a backend's statistics are sent
     # when it ends at the latest.
     with PgSearch.connect(settings=tenants.settings) as pg:
         app, app_texts = run(pg)
     # Each row's terms are tested on the workspace's rows, read by a B-tree.
-    assert _messages_seq_scans(tenants.owner_dsn) == before
+    assert messages_seq_scans(tenants.owner_dsn) == before
     with PgSearch.connect(tenants.owner_dsn) as owner:
         mine, owner_texts = run(owner)
     assert app and app == mine
