@@ -202,7 +202,7 @@ def _exercise(dsn: str, tmp: Path) -> list[UnitRecord]:
             lines = [
                 {
                     "role": "user" if j % 2 else "assistant",
-                    "content": f"status report{k}x{j}",
+                    "content": f"status report{k}x{j}" + (" weekly" if j % 5 == 0 else ""),
                     "created_at": (T0 + timedelta(days=40, minutes=30 * k + j)).isoformat(),
                 }
                 for j in range(20)
@@ -211,6 +211,12 @@ def _exercise(dsn: str, tmp: Path) -> list[UnitRecord]:
         capped = Settings.from_env().with_(candidate_cap=10)
         with PgSearch.connect(dsn, settings=capped) as other, other._driver.capture() as s3:
             other.provider(workspace=WS[0]).search(SessionQueryRequest(query="status"))
+            # A word in a fifth of them, 16 times the cap: of one kind, a walk would
+            # pass mostly entries out of scope, so the newest matches are read from a
+            # horizon of the newest sessions.
+            other.provider(workspace=WS[0]).search(
+                SessionQueryRequest(query="weekly", kinds=("user_text",))
+            )
         units += s3
         assert any(s.name == "candidates per session, walked" for u in s3 for s in u.statements)
         provider = pg.provider(workspace=WS[0])
@@ -398,8 +404,10 @@ def test_every_statement_shape_is_a_router_query(proof: Any) -> None:
             if s.explainable:
                 shapes.setdefault(s.text, (s.name, s.sql, dict(s.params or {}), unit.write))
     assert len(shapes) >= 40, len(shapes)
-    # The capped reads: newest first by a walk, by the index, coverage, the spread.
-    for marker in ("LIMIT %(walk)s", "%(unit_q0)s", 'DISTINCT ON (c.session_id COLLATE "C")'):
+    # The capped reads: newest first by a walk, by the index, coverage, the spread, from
+    # a horizon.
+    markers = ("LIMIT %(walk)s", "%(unit_q0)s", 'DISTINCT ON (c.session_id COLLATE "C")')
+    for marker in (*markers, "%(horizon)s"):
         assert any(marker in text for text in shapes), marker
     # The scope counts: summed, kept by writers, counted again by maintenance.
     for marker in ("FROM scope_counts c", "INTO scope_counts", "SET n_messages = EXCLUDED"):
