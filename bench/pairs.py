@@ -4,9 +4,12 @@
     python -m bench.pairs --base ../base --dsn postgresql://127.0.0.1:5432/pgsearch_bench_1m
     python -m bench.pairs --base ../base --dsn DSN --classes multi,cjk --rounds 5
     python -m bench.pairs --base . --new-env PGSEARCH_IMPACT_LISTS=on --dsn DSN
+    python -m bench.pairs --base ../base --base-dsn OLD_DSN --dsn MIGRATED_COPY_DSN
 
-The last form compares a setting on one checkout: ``--base-env`` and ``--new-env``
-(``NAME=value``, repeatable) set a side's environment.
+The third form compares a setting on one checkout: ``--base-env`` and ``--new-env``
+(``NAME=value``, repeatable) set a side's environment. The last compares a change
+that comes with a migration: the base searches the database as it was, the new side
+a copy (``CREATE DATABASE ... TEMPLATE``) it migrated.
 
 Class percentiles from whole benchmark runs (`bench.speed`, `bench.ab speed`) move
 with the machine: on a host that reclaims idle page cache, rounds of the same code on
@@ -25,7 +28,11 @@ unless ``--all-hits``), from the queries file of the benchmark corpus.
 Each side runs in its own interpreter: ``<checkout>/.venv/bin/python`` when that
 exists, else this one with the checkout first on ``PYTHONPATH``. A base from before
 a migration refuses a database at a newer revision: A/B such a change on a copy
-(``CREATE DATABASE ... TEMPLATE``) migrated by the new side.
+(``CREATE DATABASE ... TEMPLATE``) migrated by the new side, with ``--base-dsn``.
+
+Every search's result (hits, scores, excerpts, highlights, cursor, ``searched``,
+``approximate``, ``candidates_capped``, notice) is hashed on both sides; the run
+reports how many queries gave a different result on the two sides in any round.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ QUERIES = ROOT / "bench" / "results" / "corpus-1M" / "queries.jsonl"
 #: One side: reads ``<query index> <1|0 per session>`` lines, searches, prints the
 #: milliseconds; imports come from the side's own checkout.
 _WORKER = """
-import sys, time
+import hashlib, json, sys, time
 from pathlib import Path
 from pgsearch import PgSearch
 from bench.speed import load_queries, request_for
@@ -61,8 +68,12 @@ with PgSearch.connect(sys.argv[1]) as pg:
         provider = pg.provider(workspace=q["workspace"], session_id=q.get("session"))
         request = request_for(q, per_session=per_session == "1")
         start = time.perf_counter()
-        provider.search(request)
-        print(f"{(time.perf_counter() - start) * 1000:.4f}", flush=True)
+        result = provider.search(request)
+        ms = (time.perf_counter() - start) * 1000
+        digest = hashlib.sha1(
+            json.dumps(result.to_json(), sort_keys=True, default=str).encode()
+        ).hexdigest()[:16]
+        print(f"{ms:.4f} {digest}", flush=True)
 """
 
 
@@ -92,13 +103,15 @@ class Side:
         if ready != "ready":
             raise SystemExit(f"{checkout}: the search process did not start")
 
-    def search(self, index: int, per_session: bool) -> float:
+    def search(self, index: int, per_session: bool) -> tuple[float, str]:
+        """Milliseconds and the result's digest."""
         self.stdin.write(f"{index} {int(per_session)}\n")
         self.stdin.flush()
         line = self.stdout.readline()
         if not line:
             raise SystemExit(f"{self.name}: the search process stopped")
-        return float(line)
+        ms, digest = line.split()
+        return float(ms), digest
 
     def close(self) -> None:
         self.stdin.close()
@@ -112,19 +125,25 @@ def _pct(values: list[float], p: float) -> float:
 
 def run(
     base: Side, new: Side, indexes: list[int], rounds: int, *, per_session: bool
-) -> dict[int, dict[str, list[float]]]:
-    """Each query on both sides back to back, `rounds` + 1 times (the first warms)."""
+) -> tuple[dict[int, dict[str, list[float]]], set[int]]:
+    """Each query on both sides back to back, `rounds` + 1 times (the first warms);
+    the times, and the queries whose two results differed in any round."""
     times: dict[int, dict[str, list[float]]] = {i: {"base": [], "new": []} for i in indexes}
+    differ: set[int] = set()
     for r in range(rounds + 1):
         for n, i in enumerate(indexes):
             order = [("base", base), ("new", new)]
             if (n + r) % 2:
                 order.reverse()
+            digests = set()
             for name, side in order:
-                ms = side.search(i, per_session)
+                ms, digest = side.search(i, per_session)
+                digests.add(digest)
                 if r:
                     times[i][name].append(ms)
-    return times
+            if len(digests) > 1:
+                differ.add(i)
+    return times, differ
 
 
 def table(
@@ -166,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", type=Path, required=True, help="the other checkout")
     parser.add_argument("--new", type=Path, default=ROOT, help="default: this checkout")
     parser.add_argument("--dsn", required=True, help="a database a --keep-db run left")
+    parser.add_argument(
+        "--base-dsn", help="the base's database (default: --dsn): the original of a migrated copy"
+    )
     parser.add_argument("--queries", type=Path, default=QUERIES)
     parser.add_argument("--classes", default="", help="comma-separated (default: all)")
     parser.add_argument("--per-class", type=int, default=200)
@@ -184,18 +206,19 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if not indexes:
         raise SystemExit("no queries: check --classes against the queries file")
-    base = Side(args.base.resolve(), args.dsn, args.queries.resolve(), base_env)
+    base = Side(args.base.resolve(), args.base_dsn or args.dsn, args.queries.resolve(), base_env)
     new = Side(args.new.resolve(), args.dsn, args.queries.resolve(), new_env)
     started = time.time()
     try:
-        times = run(base, new, indexes, args.rounds, per_session=not args.all_hits)
+        times, differ = run(base, new, indexes, args.rounds, per_session=not args.all_hits)
     finally:
         base.close()
         new.close()
     rows = table(queries, times)
     print(
         f"base {args.base} {base_env or ''}  new {args.new} {new_env or ''}  "
-        f"{len(indexes)} queries, {args.rounds} rounds"
+        f"{len(indexes)} queries, {args.rounds} rounds; "
+        f"{len(differ)} of {len(indexes)} gave different results"
     )
     print("| class | n | p50 base → new | p95 base → new | p99 base → new | sum of times |")
     print("|---|---:|---|---|---|---|")
@@ -217,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                     "new_env": new_env,
                     "rounds": args.rounds,
                     "per_session": not args.all_hits,
+                    "differ": sorted(differ),
                     "seconds": round(time.time() - started, 1),
                     "classes": rows,
                 },
