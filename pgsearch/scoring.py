@@ -177,23 +177,33 @@ def own_scores(
     seen: set[str] = set()
     none: frozenset[str] = frozenset()
     speakers = bool(evidence.speaker)
-    for c in candidates:
-        seen.add(c.session_id)
-        speaker = ranking.speaker_terms(c.kind, c.speaker) if speakers else none
-        base, matched = scorer.score(c.tfs, c.length, fields=speaker)
+    score_of = scorer.score
+    speaker_terms = ranking.speaker_terms
+    message_score = ranking.message_score
+    hit_of = hits.get
+    # One frozenset per distinct set of matched terms (a search has few).
+    matched_sets: dict[frozenset[str], frozenset[str]] = {}
+    new = tuple.__new__
+    for sid, seq, kind, role, created_at, length, tfs, phrase_hit, speaker in candidates:
+        seen.add(sid)
+        fields = speaker_terms(kind, speaker) if speakers else none
+        base, matched = score_of(tfs, length, fields=fields)
         if base <= 0:
             continue
-        hit = hits.get(c.session_id)
-        score = ranking.message_score(
+        hit = hit_of(sid)
+        score = message_score(
             base,
-            kind=c.kind,
-            role=c.role,
-            phrase_hit=c.phrase_hit,
+            kind=kind,
+            role=role,
+            phrase_hit=phrase_hit,
             field_boost=None if hit is None else hit.boost,
         )
         if hit is not None:
             matched |= hit.terms
-        scored.append(Ranked(c.session_id, c.seq, c.kind, score, c.created_at, frozenset(matched)))
+        held = frozenset(matched)
+        held = matched_sets.setdefault(held, held)
+        # `Ranked` made from its fields in order, without its constructor's call.
+        scored.append(new(Ranked, (sid, seq, kind, score, created_at, held, None)))
     return OwnScores(scored, frozenset(seen))
 
 
@@ -206,12 +216,7 @@ def with_evidence(
     """The scored hits: each message's own score plus its neighbours' and its
     session's evidence (`Evidence`), then each session found only by its title or
     summary, at the entry `anchors` names."""
-    scored = own.hits
-    if evidence.context:
-        scored = ranking.add_context(scored, evidence.context)
-    if evidence.session:
-        scored = ranking.add_session(scored, evidence.session)
-    scored = list(scored)
+    scored = ranking.add_evidence(own.hits, evidence.context, evidence.session)
     for sid, hit in hits.items():
         anchor = anchors.get(sid)
         if sid in own.sessions or anchor is None or hit.matched_in is None:
