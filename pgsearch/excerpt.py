@@ -168,7 +168,10 @@ def _word_spans(text: str, wanted: frozenset[str], start: int, end: int) -> list
             if word.lower()[:MAX_TERM_CHARS] in wanted:
                 spans.append((m.start(), m.end()))
             continue
-        if is_cjk(word):
+        # CJK as the tokenizer sees it: in the normalised word (a CJK combining mark
+        # between two digits is dropped, and the word is one term).
+        key = normalize(word)
+        if is_cjk(key):
             for i in range(len(word)):
                 for width in (2, 1):
                     piece = word[i : i + width]
@@ -176,7 +179,7 @@ def _word_spans(text: str, wanted: frozenset[str], start: int, end: int) -> list
                         spans.append((m.start() + i, m.start() + i + width))
                         break
             continue
-        if any(tok in wanted for tok in tokenize(word)):
+        if any(tok in wanted for tok in tokenize(key, normalized=True)):
             spans.append((m.start(), m.end()))
     return spans
 
