@@ -121,11 +121,17 @@ def cursor_key() -> Statement[tuple[bytes | None, bool]]:
     return Statement("cursor key", q.CURSOR_KEY, decode=_cursor_key)
 
 
+#: Makes a named tuple from its fields in order without its constructor's call (a
+#: search makes a candidate for each of up to a few thousand rows).
+_tuple_new = tuple.__new__
+
+
 def _candidate(row: Sequence[Any]) -> CandidateRow:
     sid, seq, kind, role, created_at, length, tfs, phrase_hit, speaker = row
     # Positional: the columns are `CandidateRow`'s fields in order.
-    return CandidateRow(
-        sid, seq, kind, role, created_at, length, parse_tf(tfs), bool(phrase_hit), speaker
+    return _tuple_new(
+        CandidateRow,
+        (sid, seq, kind, role, created_at, length, parse_tf(tfs), bool(phrase_hit), speaker),
     )
 
 
