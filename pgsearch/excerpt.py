@@ -159,6 +159,13 @@ def _normal_piece(piece: str) -> str:
     return normalize(piece)
 
 
+#: The CJK characters that normalising drops (voiced sound marks, combining or not):
+#: a word is CJK as the tokenizer sees it, in its normalised form, so a word whose CJK
+#: characters are only these (``0`` U+3099 ``0``) is one term of its other characters.
+#: Every other CJK character normalises to CJK text (tests/unit/test_excerpt.py).
+_VANISHING_CJK = re.compile("[\u3099-\u309c\uff9e\uff9f]")
+
+
 def _word_spans(text: str, wanted: frozenset[str], start: int, end: int) -> list[tuple[int, int]]:
     """`match_spans` of ``text[start:end]`` word by word (words lie wholly inside)."""
     spans: list[tuple[int, int]] = []
@@ -168,10 +175,7 @@ def _word_spans(text: str, wanted: frozenset[str], start: int, end: int) -> list
             if word.lower()[:MAX_TERM_CHARS] in wanted:
                 spans.append((m.start(), m.end()))
             continue
-        # CJK as the tokenizer sees it: in the normalised word (a CJK combining mark
-        # between two digits is dropped, and the word is one term).
-        key = normalize(word)
-        if is_cjk(key):
+        if is_cjk(word) and (_VANISHING_CJK.search(word) is None or is_cjk(normalize(word))):
             for i in range(len(word)):
                 for width in (2, 1):
                     piece = word[i : i + width]
@@ -179,7 +183,7 @@ def _word_spans(text: str, wanted: frozenset[str], start: int, end: int) -> list
                         spans.append((m.start() + i, m.start() + i + width))
                         break
             continue
-        if any(tok in wanted for tok in tokenize(key, normalized=True)):
+        if any(tok in wanted for tok in tokenize(word)):
             spans.append((m.start(), m.end()))
     return spans
 

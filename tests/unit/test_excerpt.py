@@ -553,3 +553,17 @@ def test_word_start_is_the_start_of_the_run_ending_there(text: str, data: st.Dat
     while start > max(floor, i - _LONG_REACH) and _is_word_char(text[start - 1]):
         start -= 1
     assert _word_start(text, i, floor) == start
+
+
+def test_the_cjk_characters_normalising_drops_are_those_excerpts_check() -> None:
+    """`excerpt._VANISHING_CJK` is exactly the CJK characters whose normalised form holds
+    no CJK character: a word holding no other CJK character is one term of the rest."""
+    from pgsearch.excerpt import _VANISHING_CJK
+    from pgsearch.normalize import _CJK_CLASS, is_cjk, normalize
+
+    ranges = re.findall(r"(.)-(.)", _CJK_CLASS)
+    assert len(ranges) == _CJK_CLASS.count("-")
+    every = [chr(cp) for a, b in ranges for cp in range(ord(a), ord(b) + 1)]
+    vanishing = [ch for ch in every if not is_cjk(normalize(ch))]
+    assert vanishing, "normalising drops some CJK characters"
+    assert vanishing == [ch for ch in every if _VANISHING_CJK.fullmatch(ch)]
