@@ -1169,6 +1169,19 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
         if walk:
             params["walk"] = walk
             return _newest_sql(scope, where), params
+        if _from_horizon(filters, plan):
+            # The matches since the horizon when they hold the newest, else every match.
+            params["horizon"] = HORIZON_SESSIONS * plan.cap
+            newest: LiteralString = (
+                "WITH "
+                + _horizon_matches(scope, where)
+                + " "
+                + _BOUNDED_COLUMNS
+                + "FROM ("
+                + _read_again("(SELECT m.* FROM a m ORDER BY " + NEWEST_FIRST + " LIMIT %(cap)s)")
+                + ") AS m"
+            )
+            return newest, params
         # Every match from the index, the newest kept.
         return _BOUNDED_COLUMNS + "FROM (" + _newest_keyed(where) + ") AS m", params
     return _CANDIDATE_COLUMNS + where + " LIMIT %(cap)s", params
@@ -1702,8 +1715,7 @@ def newest_and_spread_sql(
     where = _holds(filters, scope, "%(tsq)s::tsquery", "%(ktsq)s::tsquery")
     keys: LiteralString = "c.t, c.session_id, c.seq, c.created_at"
     params = _candidate_params(filters, plan)
-    frequent = min(map(group_df, plan.groups)) >= HORIZON_MATCHES * plan.cap
-    if filters.only_kinds and filters.keyed and frequent:
+    if _from_horizon(filters, plan):
         matches = _horizon_matches(scope, where)
         params["horizon"] = HORIZON_SESSIONS * plan.cap
     else:
@@ -1735,6 +1747,14 @@ HORIZON_SESSIONS = 2
 #: cap or more: its B-tree read costs about a tenth of a heap read per entry it spans,
 #: so it pays only where most matches lie outside it.
 HORIZON_MATCHES = 16
+
+
+def _from_horizon(filters: Filters, plan: CandidatePlan) -> bool:
+    """Whether a read of every match of a newest-first plan reads them from a horizon
+    (`_horizon_matches`): the workspace's kinds alone in scope, its own posting lists,
+    and words expected in `HORIZON_MATCHES` matches per row of the cap or more."""
+    frequent = min(map(group_df, plan.groups)) >= HORIZON_MATCHES * plan.cap
+    return filters.only_kinds and filters.keyed and frequent
 
 
 def _horizon_matches(scope: LiteralString, where: LiteralString) -> LiteralString:

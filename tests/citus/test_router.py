@@ -217,6 +217,10 @@ def _exercise(dsn: str, tmp: Path) -> list[UnitRecord]:
             other.provider(workspace=WS[0]).search(
                 SessionQueryRequest(query="weekly", kinds=("user_text",))
             )
+            # Every hit: the newest matches alone, from the same horizon.
+            other.provider(workspace=WS[0]).search(
+                SessionQueryRequest(query="weekly", kinds=("user_text",), per_session=False)
+            )
         units += s3
         assert any(s.name == "candidates per session, walked" for u in s3 for s in u.statements)
         provider = pg.provider(workspace=WS[0])
@@ -409,6 +413,7 @@ def test_every_statement_shape_is_a_router_query(proof: Any) -> None:
     markers = ("LIMIT %(walk)s", "%(unit_q0)s", 'DISTINCT ON (c.session_id COLLATE "C")')
     for marker in (*markers, "%(horizon)s"):
         assert any(marker in text for text in shapes), marker
+    assert any("%(horizon)s" in text and "'c' AS tag" not in text for text in shapes)
     # The scope counts: summed, kept by writers, counted again by maintenance.
     for marker in ("FROM scope_counts c", "INTO scope_counts", "SET n_messages = EXCLUDED"):
         assert any(marker in text for text in shapes), marker

@@ -243,6 +243,9 @@ def test_every_statement_shape_uses_an_index(big_dsn: str) -> None:
     assert any("walk_sessions" in text for text in captured), "walked per-session spread"
     assert any("SELECT 'c' AS tag" in text for text in captured), "spread with candidates"
     assert any("%(horizon)s" in text for text in captured), "newest matches from a horizon"
+    assert any("%(horizon)s" in text and "'c' AS tag" not in text for text in captured), (
+        "newest candidates alone from a horizon"
+    )
     assert any("'x', NULL" in text for text in captured), "spread with best-covering"
     assert any("ORDER BY m.created_at DESC" in text for text in captured)
     assert any("LIMIT %(walk)s" in text for text in captured), "newest-first walk not read"
@@ -787,7 +790,9 @@ def test_newest_matches_from_a_horizon_are_those_of_every_match(big_dsn: str, qu
     workspace's ``horizon``-th newest session was last active) when they hold the
     cap's matches and sessions, else every match (`queries._horizon_matches`): for
     any horizon, from the newest session alone to past the oldest, and any cap, the
-    rows are those of the read of every match, and both reads are taken."""
+    rows are those of the read of every match, and both reads are taken. So does
+    `queries.candidates_sql` when it reads every match (no walk): its rows are the
+    candidates of the read with the spread."""
     from pgsearch.db import queries as q
     from pgsearch.plan import group_df
 
@@ -807,9 +812,15 @@ def test_newest_matches_from_a_horizon_are_those_of_every_match(big_dsn: str, qu
             assert "horizon" in p
             every = conn.execute(sql_text, dict(p, horizon=10**9)).fetchall()  # type: ignore[call-overload]
             assert every, "some match"
+            alone_sql, alone_p = q.candidates_sql(scope, replace(plan, cap=cap, walk=0))
+            assert "horizon" in alone_p
+            alone = conn.execute(alone_sql, dict(alone_p, horizon=10**9)).fetchall()  # type: ignore[call-overload]
+            assert [tuple(r) for r in alone] == [tuple(r[1:]) for r in every if r[0] == "c"]
             for horizon in (0, 1, 2, 5, 13, 40, 200):
                 got = conn.execute(sql_text, dict(p, horizon=horizon)).fetchall()  # type: ignore[call-overload]
                 assert got == every, (cap, horizon)
+                got = conn.execute(alone_sql, dict(alone_p, horizon=horizon)).fetchall()  # type: ignore[call-overload]
+                assert got == alone, (cap, horizon)
                 (ok,) = conn.execute(  # type: ignore[call-overload]
                     enough + " SELECT ok.ok FROM ok", dict(p, horizon=horizon)
                 ).fetchone()
