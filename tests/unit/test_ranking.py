@@ -382,6 +382,36 @@ def test_session_evidence_is_each_sessions_three_best_scores_summed_best_first(
         assert after._replace(score=before.score) == before
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]),
+            st.integers(min_value=0, max_value=12),
+            st.floats(min_value=1e-6, max_value=1e6, allow_nan=False),
+        ),
+        max_size=30,
+        unique_by=lambda t: (t[0], t[1]),
+    ),
+    st.sampled_from([0.0, 0.15, 0.3]),
+    st.sampled_from([0.0, 0.3, 1.0]),
+)
+def test_evidence_in_one_pass_is_the_two_steps_value_for_value(
+    scored: list[tuple[str, int, float]], context: float, session: float
+) -> None:
+    """`ranking.add_evidence` gives what `add_context` then `add_session` give (a weight
+    of 0 leaving its step out): every hit, every field, every score bit for bit."""
+    hits = [hit(sid, seq, score, minutes=i) for i, (sid, seq, score) in enumerate(scored)]
+    expected = hits
+    if context:
+        expected = ranking.add_context(expected, context)
+    if session:
+        expected = ranking.add_session(expected, session)
+    got = ranking.add_evidence(hits, context, session)
+    assert got == list(expected)
+    assert all(type(h) is Ranked for h in got)
+
+
 def test_session_evidence_lifts_a_session_answering_in_several_turns() -> None:
     lucky = hit("lucky", 0, 5.0)
     steady = [hit("steady", i, 4.0) for i in range(4)]
