@@ -245,14 +245,7 @@ def _name_terms(name: str) -> frozenset[str]:
 def add_context(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
     """Each hit plus `weight` times the better score of the turns next to it in its
     session (the one it answers, the one answering it), from the scores as given."""
-    by_key = {(h.session_id, h.seq): h.score for h in hits}
-    out = []
-    for h in hits:
-        near = max(
-            by_key.get((h.session_id, h.seq - 1), 0.0), by_key.get((h.session_id, h.seq + 1), 0.0)
-        )
-        out.append(h.with_score(h.score + weight * near) if near else h)
-    return out
+    return add_evidence(hits, weight, 0.0)
 
 
 #: Hits of a session whose scores make its evidence (`add_session`).
@@ -263,23 +256,13 @@ def add_session(hits: Sequence[Ranked], weight: float) -> list[Ranked]:
     """Each hit plus `weight` times its session's evidence: the summed scores of the
     session's best `SESSION_EVIDENCE_HITS` hits (a session answering the query in
     several turns outranks one with a single lucky match)."""
-    by_session: dict[str, list[float]] = {}
-    for h in hits:
-        by_session.setdefault(h.session_id, []).append(h.score)
-    # A session of one hit (most, for a frequent word) has that hit's score as its
-    # evidence: the sum below gives exactly that value.
-    evidence = {
-        sid: scores[0]
-        if len(scores) == 1
-        else sum(sorted(scores, reverse=True)[:SESSION_EVIDENCE_HITS])
-        for sid, scores in by_session.items()
-    }
-    return [h.with_score(h.score + weight * evidence[h.session_id]) for h in hits]
+    return add_evidence(hits, 0.0, weight)
 
 
 def add_evidence(hits: Sequence[Ranked], context: float, session: float) -> list[Ranked]:
-    """`add_session` of `add_context` (a weight of 0 leaves its step out): the same
-    sums in the same order, each hit made once."""
+    """`add_session` of `add_context` (a weight of 0 leaves its step out) in one pass,
+    each hit made once: first the neighbouring turns' share, then the session's
+    evidence from those scores."""
     if context:
         by_key = {(h.session_id, h.seq): h.score for h in hits}
         get = by_key.get
@@ -294,6 +277,8 @@ def add_evidence(hits: Sequence[Ranked], context: float, session: float) -> list
         by_session: dict[str, list[float]] = {}
         for h, score in zip(hits, scores, strict=True):
             by_session.setdefault(h.session_id, []).append(score)
+        # A session of one hit (most, for a frequent word) has that hit's score as its
+        # evidence: the sum below gives exactly that value.
         evidence = {
             sid: values[0]
             if len(values) == 1

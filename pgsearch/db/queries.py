@@ -1174,7 +1174,7 @@ def candidates_sql(filters: Filters, plan: CandidatePlan) -> tuple[LiteralString
             params["horizon"] = HORIZON_SESSIONS * plan.cap
             newest: LiteralString = (
                 "WITH "
-                + _horizon_matches(scope, where)
+                + _horizon_matches(scope, where, sessions=False)
                 + " "
                 + _BOUNDED_COLUMNS
                 + "FROM ("
@@ -1716,7 +1716,7 @@ def newest_and_spread_sql(
     keys: LiteralString = "c.t, c.session_id, c.seq, c.created_at"
     params = _candidate_params(filters, plan)
     if _from_horizon(filters, plan):
-        matches = _horizon_matches(scope, where)
+        matches = _horizon_matches(scope, where, sessions=True)
         params["horizon"] = HORIZON_SESSIONS * plan.cap
     else:
         matches = "a AS MATERIALIZED (SELECT " + _KEYS + " FROM messages m WHERE " + where + ")"
@@ -1757,7 +1757,9 @@ def _from_horizon(filters: Filters, plan: CandidatePlan) -> bool:
     return filters.only_kinds and filters.keyed and frequent
 
 
-def _horizon_matches(scope: LiteralString, where: LiteralString) -> LiteralString:
+def _horizon_matches(
+    scope: LiteralString, where: LiteralString, *, sessions: bool
+) -> LiteralString:
     """CTEs ending in ``a``: the `_KEYS` of every match of `where` (`_holds` of `scope`)
     that a read of them all would keep, read from a horizon when that is enough.
 
@@ -1765,14 +1767,17 @@ def _horizon_matches(scope: LiteralString, where: LiteralString) -> LiteralStrin
     active (``sessions_updated_idx``; none: every time). The matches stored at or
     after it (``b``: `scope`, whose workspace test a B-tree serves, with the time
     bound through ``messages_created_idx``, ANDed with the keyed match) hold the
-    newest `cap` matches when they are at least `cap`, and each of the newest `cap`
-    matching sessions' newest match when they come from at least `cap` sessions:
-    every other match is older than all of them. Then ``a`` is ``b``; else (``ok``
-    false) every match is read, as without a horizon. The bound only chooses what is
+    newest `cap` matches when they are at least `cap`, and, with `sessions` (a read
+    that also keeps each session's newest match), each of the newest `cap` matching
+    sessions' newest match when they come from at least `cap` sessions: every other
+    match is older than all of them. Then ``a`` is ``b``; else (``ok`` false) every
+    match is read, as without a horizon. The bound only chooses what is
     read; which rows come out never depends on it. A frequent word's matches are read
     for the newest sessions instead of the whole workspace: the heap page of every
     match is most of such a read."""
-    enough: LiteralString = "count(*) >= %(cap)s AND count(DISTINCT b.session_id) >= %(cap)s"
+    enough: LiteralString = "count(*) >= %(cap)s"
+    if sessions:
+        enough += " AND count(DISTINCT b.session_id) >= %(cap)s"
     return (
         "h AS MATERIALIZED (SELECT coalesce((SELECT x.updated_at FROM sessions x"
         " WHERE x.workspace_id = %(ws)s AND x.updated_at IS NOT NULL"

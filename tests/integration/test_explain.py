@@ -803,7 +803,7 @@ def test_newest_matches_from_a_horizon_are_those_of_every_match(big_dsn: str, qu
     caps = [cap for cap in (1, 7, 40, plan.cap) if matches >= q.HORIZON_MATCHES * cap]
     assert caps[:2] == [1, 7], "the words are frequent enough for a horizon"
     enough = "WITH " + q._horizon_matches(
-        where, q._holds(scope, where, "%(tsq)s::tsquery", "%(ktsq)s::tsquery")
+        where, q._holds(scope, where, "%(tsq)s::tsquery", "%(ktsq)s::tsquery"), sessions=True
     )
     taken: set[bool] = set()
     with psycopg.connect(big_dsn) as conn:
