@@ -37,6 +37,7 @@ from pgsearch.types import (
 
 if TYPE_CHECKING:
     from pgsearch.api import PgSearch
+    from pgsearch.db.diagnose import ServerFacts
     from pgsearch.ingest import FileResult
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -892,6 +893,20 @@ def forget(ctx: Context, workspace: str, session_id: str | None, yes: bool) -> N
     _echo(f"forgot {what}: {count} messages deleted")
 
 
+def _cache_line(facts: ServerFacts) -> str:
+    """`pgsearch doctor`'s line on the server's buffer cache."""
+    ratio = facts.hit_ratio
+    reads = (
+        "no block reads of them counted yet"
+        if ratio is None
+        else f"{100 * ratio:.1f} % of their block reads found there since the statistics were reset"
+    )
+    return (
+        f"shared_buffers {_size(facts.cache_bytes)} for {_size(facts.searched_bytes)} of "
+        f"searched tables and indexes; {reads}"
+    )
+
+
 def _size(num: int) -> str:
     value = float(num)
     for unit in ("B", "kB", "MB", "GB"):
@@ -1226,6 +1241,12 @@ def doctor(ctx: Context, as_json: bool) -> None:
                         {"workspace_id": ws, "built": built, "behind": behind}
                         for ws, built, behind in facts.lists
                     ],
+                    "cache": {
+                        "shared_buffers_bytes": facts.cache_bytes,
+                        "searched_bytes": facts.searched_bytes,
+                        "hit_ratio": facts.hit_ratio,
+                        "note": facts.cache_note(),
+                    },
                     "problems": problems,
                 },
                 indent=2,
@@ -1258,6 +1279,10 @@ def doctor(ctx: Context, as_json: bool) -> None:
                 for ws, built, behind in facts.lists
             )
             _echo(f"term lists: {lists}")
+        _echo(f"cache: {_cache_line(facts)}")
+        note = facts.cache_note()
+        if note:
+            _echo(f"cache hint: {note}")
         for problem in problems:
             _echo(f"problem: {problem}")
         if not problems:

@@ -167,6 +167,7 @@ def test_doctor_reports_the_embedded_server(home: Path) -> None:
         "pg_trgm": True,
     }
     assert report["problems"] == []
+    assert report["cache"]["shared_buffers_bytes"] > 0 and report["cache"]["note"] is None
     text = ok(run(home, "doctor"))
     assert text.startswith("server: embedded (private, data in ")
     assert "no problems found" in text
