@@ -895,6 +895,8 @@ def forget(ctx: Context, workspace: str, session_id: str | None, yes: bool) -> N
 
 def _cache_line(facts: ServerFacts) -> str:
     """`pgsearch doctor`'s line on the server's buffer cache."""
+    if not facts.tables:
+        return f"shared_buffers {_size(facts.cache_bytes)}; no pgsearch tables yet"
     ratio = facts.hit_ratio
     reads = (
         "no block reads of them counted yet"
