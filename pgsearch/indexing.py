@@ -41,7 +41,7 @@ def index_text(text: str, *, max_chars: int, weight: str = "") -> IndexedText:
             if size > MAX_TSVECTOR_BYTES:
                 break
             kept[term] = plist
-    length = sum(len(p) for p in kept.values())
+    length = sum(map(len, kept.values()))
     literal = tsvector_literal(kept)
     if weight:
         literal = " ".join(

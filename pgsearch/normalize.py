@@ -113,6 +113,10 @@ def _strip_marks(text: str) -> str:
     return unicodedata.normalize("NFC", decomposed.translate(strip_table()))
 
 
+#: A lone surrogate (valid in a Python string, in no encoding).
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
 def normalize(text: str) -> str:
     """The search key of `text`: NFKC, case-folded, marks stripped, letters folded.
 
@@ -121,8 +125,8 @@ def normalize(text: str) -> str:
     if text.isascii():
         return text.lower()
     # Lone surrogates cannot be encoded anywhere downstream; they carry no text.
-    if any("\ud800" <= ch <= "\udfff" for ch in text):
-        text = "".join(ch if not "\ud800" <= ch <= "\udfff" else "\ufffd" for ch in text)
+    if _SURROGATE_RE.search(text):
+        text = _SURROGATE_RE.sub("\ufffd", text)
     key = text
     # Case folding and compatibility mapping can each expose characters the other
     # maps further, so repeat until stable (at most a few rounds in practice).
@@ -235,8 +239,10 @@ def term_positions(text: str) -> dict[str, list[int]]:
 def tsvector_literal(positions: dict[str, list[int]]) -> str:
     """The text form of a tsvector holding these terms and positions."""
     return " ".join(
-        f"'{term}':{plist[0]}" if len(plist) == 1 else f"'{term}':{','.join(map(str, plist))}"
-        for term, plist in positions.items()
+        [
+            f"'{term}':{plist[0]}" if len(plist) == 1 else f"'{term}':{','.join(map(str, plist))}"
+            for term, plist in positions.items()
+        ]
     )
 
 

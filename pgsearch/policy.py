@@ -165,4 +165,6 @@ def join_tool_names(names: Iterable[str]) -> str:
 
 def split_tool_names(tool_name: str | None) -> list[str]:
     """The tool names of a stored `tool_name` (none for None or empty)."""
-    return [name for name in (tool_name or "").split(TOOL_NAME_SEPARATOR) if name]
+    if not tool_name:
+        return []
+    return [name for name in tool_name.split(TOOL_NAME_SEPARATOR) if name]

@@ -675,7 +675,10 @@ def apply_deltas(ws: str, deltas: Deltas, *, final: bool = False) -> Work[None]:
 
 def _delta_statements(ws: str, deltas: Deltas) -> list[Statement[Any]]:
     statements: list[Statement[Any]] = []
-    terms = sorted(t for t in set(deltas.df) | set(deltas.sf) if deltas.df[t] or deltas.sf[t])
+    # `get`, not indexing: a Counter's missing key is 0 either way, but indexing calls
+    # its `__missing__` in Python for every term a write's other counter lacks.
+    df, sf = deltas.df.get, deltas.sf.get
+    terms = sorted(t for t in deltas.df.keys() | deltas.sf.keys() if df(t, 0) or sf(t, 0))
     if terms:
         if len(terms) < BULK_TERMS:
             statements.append(Statement("setting", q.SMALL_WRITE_PENDING))
@@ -688,13 +691,13 @@ def _delta_statements(ws: str, deltas: Deltas) -> list[Statement[Any]]:
                     "rows": _columns(
                         term=terms,
                         stem=[stem(t) for t in terms],
-                        df=[deltas.df[t] for t in terms],
-                        sf=[deltas.sf[t] for t in terms],
+                        df=[df(t, 0) for t in terms],
+                        sf=[sf(t, 0) for t in terms],
                     ),
                 },
             )
         )
-        shrink = [t for t in terms if deltas.df[t] < 0 or deltas.sf[t] < 0]
+        shrink = [t for t in terms if df(t, 0) < 0 or sf(t, 0) < 0]
         if shrink:
             statements.append(
                 Statement("prune vocabulary", q.PRUNE_VOCABULARY, {"ws": ws, "terms": shrink})
