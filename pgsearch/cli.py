@@ -1191,7 +1191,7 @@ def server_status(as_json: bool) -> None:
 @pass_ctx
 @handle_errors
 def doctor(ctx: Context, as_json: bool) -> None:
-    """Report the server in use: where, version, locale, extensions, schema, sizes.
+    """Report the server in use: where, version, locale, extensions, schema, sizes, cache.
 
     Exit status 1 when something would keep pgsearch from working well.
     """
