@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,8 @@ from pathlib import Path
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+
+from bench.http import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 OS_USER = "postgres"
@@ -60,12 +61,6 @@ def run(*argv: str | Path) -> None:
     subprocess.run(args, check=True, capture_output=True, cwd="/")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def configure(data: Path, port: int, shared_buffers: str) -> None:
     lines = {**SETTINGS, "port": str(port), "shared_buffers": f"'{shared_buffers}'"}
     lines["unix_socket_directories"] = f"'{data.parent}'"
@@ -92,8 +87,6 @@ def two_servers(source: str, small: str, large: str) -> Iterator[tuple[str, str]
         subprocess.run(
             [bins / "pg_dump", "-Fc", "-Z1", "-f", dump, "-d", source], check=True, cwd="/"
         )
-        if os.geteuid() == 0:
-            shutil.chown(dump, OS_USER)
         a, b = tmp / "small", tmp / "large"
         run(bins / "initdb", "-D", a, "-A", "trust", "-U", "postgres", "--no-sync")
         port_a = free_port()

@@ -26,6 +26,7 @@ from typing import Any
 
 from pgsearch import policy
 from pgsearch.errors import IngestError
+from pgsearch.normalize import LONE_SURROGATE
 from pgsearch.terminal import key_problem
 from pgsearch.types import MAX_ID_CHARS
 
@@ -34,7 +35,6 @@ MAX_LINE_BYTES = 32 * 1024 * 1024
 #: Blank lines (spaces, tabs and carriage returns only) at the start of what is left.
 #: One character class, so that the regex engine keeps no state per line matched.
 _BLANK_RUN = re.compile(rb"[ \t\r\n]*\n")
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _KNOWN_FIELDS = frozenset(
     {
         "role",
@@ -82,7 +82,7 @@ def _clean_str(value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates from "\ud800"-style escapes
-        value = _SURROGATE_RE.sub("\ufffd", value)
+        value = LONE_SURROGATE.sub("\ufffd", value)
     return value
 
 

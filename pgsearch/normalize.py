@@ -114,7 +114,7 @@ def _strip_marks(text: str) -> str:
 
 
 #: A lone surrogate (valid in a Python string, in no encoding).
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def normalize(text: str) -> str:
@@ -125,8 +125,8 @@ def normalize(text: str) -> str:
     if text.isascii():
         return text.lower()
     # Lone surrogates cannot be encoded anywhere downstream; they carry no text.
-    if _SURROGATE_RE.search(text):
-        text = _SURROGATE_RE.sub("\ufffd", text)
+    if LONE_SURROGATE.search(text):
+        text = LONE_SURROGATE.sub("\ufffd", text)
     key = text
     # Case folding and compatibility mapping can each expose characters the other
     # maps further, so repeat until stable (at most a few rounds in practice).
